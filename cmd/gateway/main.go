@@ -1,0 +1,173 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"net"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+
+	"github.com/llmgw/gateway/routes"
+	"github.com/llmgw/gateway/runtime/bootstrap"
+	"github.com/llmgw/gateway/storage"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := run(ctx, stop, os.Args[1:], os.Getenv, os.Stdout, os.Stderr)
+	stop()
+	if errors.Is(err, flag.ErrHelp) {
+		return
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "gateway:", err)
+		os.Exit(1)
+	}
+}
+
+// run starts the gateway and serves until ctx is done, then shuts down gracefully. stopSignals is called once
+// shutdown begins, so that a second Ctrl-C kills the process at once.
+func run(ctx context.Context, stopSignals func(), args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	cfg, err := parseSettings(args, getenv, stderr)
+	if err != nil {
+		return err
+	}
+	log := newLogger(cfg, stderr)
+
+	master, err := masterKey(cfg.dataDir, getenv, log)
+	if err != nil {
+		return err
+	}
+	store, err := storage.Open(filepath.Join(cfg.dataDir, "db"), storage.Options{MasterKey: master, Logger: log})
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	initialized, err := store.Initialized()
+	if err != nil {
+		return err
+	}
+	if cfg.bootstrap != "" {
+		if err := applyBootstrap(store, cfg.bootstrap, log); err != nil {
+			return err
+		}
+	}
+
+	ln, err := net.Listen("tcp", cfg.listen)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", cfg.listen, err)
+	}
+	server := routes.New(store, routes.Options{BodyLimit: cfg.bodyLimit, Logger: log})
+	if !initialized {
+		secret, err := store.Initialize()
+		if err != nil {
+			ln.Close()
+			return fmt.Errorf("first start: %w", err)
+		}
+		printFirstStart(stdout, secret, ln.Addr())
+	}
+
+	served := make(chan error, 1)
+	go func() { served <- server.Serve(ln) }()
+	log.Info("gateway listening", "addr", "http://"+ln.Addr().String(), "data", cfg.dataDir)
+
+	select {
+	case err := <-served:
+		return fmt.Errorf("serve: %w", err)
+	case <-ctx.Done():
+	}
+	stopSignals()
+	log.Info("shutting down: no new connections; waiting for requests in flight", "grace", cfg.grace)
+	if err := server.Shutdown(cfg.grace); err != nil {
+		log.Warn("grace period over; closing the connections still open", "err", err)
+	}
+	if err := <-served; err != nil {
+		log.Warn("server stopped with an error", "err", err)
+	}
+	if err := store.Close(); err != nil {
+		return fmt.Errorf("close store: %w", err)
+	}
+	log.Info("gateway stopped")
+	return nil
+}
+
+func newLogger(cfg settings, w io.Writer) *slog.Logger {
+	opts := &slog.HandlerOptions{Level: cfg.logLevel}
+	if cfg.logJSON {
+		return slog.New(slog.NewJSONHandler(w, opts))
+	}
+	return slog.New(slog.NewTextHandler(w, opts))
+}
+
+// masterKey returns the key that seals secrets: GATEWAY_MASTER_KEY when set, else the key file in the data
+// folder, created on the first start. A store without its key file is not given a new key: that would make
+// every stored secret unreadable.
+func masterKey(dataDir string, getenv func(string) string, log *slog.Logger) ([]byte, error) {
+	if v := getenv("GATEWAY_MASTER_KEY"); v != "" {
+		key, err := storage.ParseMasterKey(v)
+		if err != nil {
+			return nil, fmt.Errorf("GATEWAY_MASTER_KEY: %w", err)
+		}
+		return key, nil
+	}
+	if err := os.MkdirAll(dataDir, 0o700); err != nil {
+		return nil, fmt.Errorf("create data folder: %w", err)
+	}
+	keyPath := filepath.Join(dataDir, storage.MasterKeyFile)
+	if _, err := os.Stat(keyPath); errors.Is(err, fs.ErrNotExist) {
+		if entries, _ := os.ReadDir(filepath.Join(dataDir, "db")); len(entries) > 0 {
+			return nil, fmt.Errorf("%s holds a store but no %s: restore the key file or set GATEWAY_MASTER_KEY to the key it was written with", dataDir, storage.MasterKeyFile)
+		}
+	}
+	key, created, err := storage.LoadOrCreateMasterKeyFile(dataDir)
+	if err != nil {
+		return nil, err
+	}
+	if created {
+		log.Info("created a master key for secrets at rest; back it up with the data folder", "file", keyPath)
+	}
+	return key, nil
+}
+
+func applyBootstrap(store *storage.Store, path string, log *slog.Logger) error {
+	f, err := bootstrap.Load(path)
+	if err != nil {
+		return err
+	}
+	res, err := bootstrap.Apply(store, f)
+	var ve *bootstrap.ValidationError
+	if errors.As(err, &ve) {
+		ve.File = path
+	}
+	if err != nil {
+		return err
+	}
+	log.Info("bootstrap file applied", "file", path, "changed", res.Changed, "unchanged", res.Unchanged)
+	return nil
+}
+
+// printFirstStart shows the first admin key once, with a request to paste.
+func printFirstStart(w io.Writer, secret string, addr net.Addr) {
+	host := addr.String()
+	if tcp, ok := addr.(*net.TCPAddr); ok && tcp.IP.IsUnspecified() {
+		host = net.JoinHostPort("127.0.0.1", fmt.Sprint(tcp.Port))
+	}
+	fmt.Fprintf(w, `
+First start: created workspace %q and an admin API key for it.
+The key is shown only this once; keep it somewhere safe:
+
+    %s
+
+Try it (lists the workspace's API keys):
+
+    curl -s http://%s/v1/api-keys -H 'x-gateway-api-key: %s'
+
+`, storage.DefaultWorkspaceSlug, secret, host, secret)
+}

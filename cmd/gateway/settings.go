@@ -1,0 +1,113 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// settings are the gateway's start-up settings: each flag's default comes from its environment variable, then
+// from the built-in default, so a flag beats the environment and the environment beats the default.
+type settings struct {
+	listen    string
+	dataDir   string
+	bootstrap string
+	bodyLimit int
+	grace     time.Duration
+	logLevel  slog.Level
+	logJSON   bool
+}
+
+const usageHeader = `gateway: an OpenAI-compatible model gateway.
+
+Usage: gateway [flags]
+
+Flags (each also read from the environment variable named in brackets):
+`
+
+const usageFooter = `
+Environment only:
+  GATEWAY_MASTER_KEY   32-byte key (64 hex digits or base64) that encrypts provider secrets at rest. When unset,
+                       the key is read from (or created in) <data>/master.key with mode 0600.
+`
+
+func parseSettings(args []string, getenv func(string) string, stderr io.Writer) (settings, error) {
+	env := func(name, def string) string {
+		if v := getenv(name); v != "" {
+			return v
+		}
+		return def
+	}
+	fs := flag.NewFlagSet("gateway", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	listen := fs.String("listen", env("GATEWAY_LISTEN", "127.0.0.1:8787"), "address to serve on [GATEWAY_LISTEN]")
+	dataDir := fs.String("data", env("GATEWAY_DATA_DIR", "./data"), "data folder: the store and the master key file [GATEWAY_DATA_DIR]")
+	boot := fs.String("bootstrap", env("GATEWAY_BOOTSTRAP", ""), "JSON file applied at start: workspaces, keys, providers, configs, ... [GATEWAY_BOOTSTRAP]")
+	bodyLimit := fs.String("body-limit", env("GATEWAY_BODY_LIMIT", "32MiB"), "largest request body, e.g. 32MiB or 1048576 [GATEWAY_BODY_LIMIT]")
+	grace := fs.String("shutdown-grace", env("GATEWAY_SHUTDOWN_GRACE", "30s"), "how long requests in flight may finish after SIGINT or SIGTERM [GATEWAY_SHUTDOWN_GRACE]")
+	logLevel := fs.String("log-level", env("GATEWAY_LOG_LEVEL", "info"), "debug, info, warn or error [GATEWAY_LOG_LEVEL]")
+	logFormat := fs.String("log-format", env("GATEWAY_LOG_FORMAT", "text"), "text or json [GATEWAY_LOG_FORMAT]")
+	fs.Usage = func() {
+		fmt.Fprint(stderr, usageHeader)
+		fs.PrintDefaults()
+		fmt.Fprint(stderr, usageFooter)
+	}
+	if err := fs.Parse(args); err != nil {
+		return settings{}, err
+	}
+	if fs.NArg() > 0 {
+		return settings{}, fmt.Errorf("unexpected argument %q (see gateway -h)", fs.Arg(0))
+	}
+	s := settings{listen: *listen, dataDir: *dataDir, bootstrap: *boot}
+	var errs []error
+	if s.listen == "" {
+		errs = append(errs, errors.New("--listen (GATEWAY_LISTEN) must not be empty"))
+	}
+	if s.dataDir == "" {
+		errs = append(errs, errors.New("--data (GATEWAY_DATA_DIR) must not be empty"))
+	}
+	var err error
+	if s.bodyLimit, err = parseSize(*bodyLimit); err != nil {
+		errs = append(errs, fmt.Errorf("--body-limit (GATEWAY_BODY_LIMIT): %w", err))
+	}
+	if s.grace, err = time.ParseDuration(*grace); err != nil || s.grace < 0 {
+		errs = append(errs, fmt.Errorf("--shutdown-grace (GATEWAY_SHUTDOWN_GRACE): %q is not a duration such as 30s", *grace))
+	}
+	if err := s.logLevel.UnmarshalText([]byte(*logLevel)); err != nil {
+		errs = append(errs, fmt.Errorf("--log-level (GATEWAY_LOG_LEVEL): %q is not debug, info, warn or error", *logLevel))
+	}
+	switch *logFormat {
+	case "text":
+	case "json":
+		s.logJSON = true
+	default:
+		errs = append(errs, fmt.Errorf("--log-format (GATEWAY_LOG_FORMAT): %q is not text or json", *logFormat))
+	}
+	return s, errors.Join(errs...)
+}
+
+// parseSize reads a byte count: a whole number, optionally with a unit (B, KiB, MiB, GiB, KB, MB, GB).
+func parseSize(s string) (int, error) {
+	s = strings.TrimSpace(s)
+	units := []struct {
+		suffix string
+		mult   int
+	}{{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"GiB", 1 << 30}, {"KB", 1000}, {"MB", 1000_000}, {"GB", 1000_000_000}, {"B", 1}}
+	mult := 1
+	for _, u := range units {
+		if strings.HasSuffix(s, u.suffix) {
+			s, mult = strings.TrimSpace(strings.TrimSuffix(s, u.suffix)), u.mult
+			break
+		}
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n <= 0 || n > (1<<31-1)/mult {
+		return 0, fmt.Errorf("%q is not a size such as 32MiB or 1048576 (at most 2GiB)", s)
+	}
+	return n * mult, nil
+}

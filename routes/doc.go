@@ -1,0 +1,13 @@
+// Package routes is the gateway's HTTP front: the fiber app, its middleware (trace ID, authentication by
+// x-gateway-api-key), one file per endpoint group, JSON body decoding, and the mapping of errors to HTTP.
+//
+// It is the only package that imports fiber and the only place where an error becomes a status: handlers return
+// *gwerr.Error (or any error, which becomes a 500 whose cause is logged), and Server.handleError writes the
+// OpenAI-shaped body {"error": {"message", "type", "code", "param"}}. Every answer carries x-gateway-trace-id.
+//
+// Endpoints so far: GET /health (no key); under /v1, with a key: GET, POST /api-keys and GET, DELETE
+// /api-keys/{id} (admin keys only, the caller's workspace only).
+//
+// Fiber reuses a request's buffers once its handler returns: anything a handler keeps (strings from headers,
+// params or the body) must be copied. Nothing imports routes but cmd.
+package routes

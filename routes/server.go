@@ -1,0 +1,81 @@
+package routes
+
+import (
+	"log/slog"
+	"net"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+
+	"github.com/llmgw/gateway/storage"
+)
+
+// DefaultBodyLimit is the largest request body accepted when Options.BodyLimit is zero: 32 MiB.
+const DefaultBodyLimit = 32 << 20
+
+// Options configure the HTTP server. The zero value is usable.
+type Options struct {
+	// BodyLimit is the largest request body in bytes; larger ones get 413. Default DefaultBodyLimit.
+	BodyLimit int
+	// ReadTimeout bounds reading one request, headers and body. Default 60s.
+	ReadTimeout time.Duration
+	// IdleTimeout closes keep-alive connections idle this long. Default 120s.
+	IdleTimeout time.Duration
+	// Logger receives request failures. Default slog.Default().
+	Logger *slog.Logger
+}
+
+// Server is the gateway's HTTP front: the fiber app with its middleware and routes.
+type Server struct {
+	app   *fiber.App
+	store *storage.Store
+	log   *slog.Logger
+}
+
+// New builds the server over store. Call Serve to accept connections and Shutdown to stop.
+func New(store *storage.Store, opts Options) *Server {
+	if opts.BodyLimit <= 0 {
+		opts.BodyLimit = DefaultBodyLimit
+	}
+	if opts.ReadTimeout <= 0 {
+		opts.ReadTimeout = 60 * time.Second
+	}
+	if opts.IdleTimeout <= 0 {
+		opts.IdleTimeout = 120 * time.Second
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	s := &Server{store: store, log: opts.Logger}
+	s.app = fiber.New(fiber.Config{
+		AppName:               "gateway",
+		BodyLimit:             opts.BodyLimit,
+		ReadTimeout:           opts.ReadTimeout,
+		IdleTimeout:           opts.IdleTimeout,
+		DisableStartupMessage: true,
+		ErrorHandler:          s.handleError,
+	})
+	s.routes()
+	return s
+}
+
+func (s *Server) routes() {
+	s.app.Use(traceID)
+	s.app.Get("/health", s.health)
+
+	v1 := s.app.Group("/v1", s.authenticate)
+	v1.Get("/api-keys", s.listAPIKeys)
+	v1.Post("/api-keys", s.createAPIKey)
+	v1.Get("/api-keys/:id", s.getAPIKey)
+	v1.Delete("/api-keys/:id", s.deleteAPIKey)
+}
+
+// Handler returns the fiber app, for tests that drive it with app.Test.
+func (s *Server) Handler() *fiber.App { return s.app }
+
+// Serve accepts connections on ln until Shutdown. It returns nil after a Shutdown.
+func (s *Server) Serve(ln net.Listener) error { return s.app.Listener(ln) }
+
+// Shutdown stops accepting connections and waits up to grace for requests in flight to finish; connections still
+// busy after that are closed. It returns an error when the grace period ran out.
+func (s *Server) Shutdown(grace time.Duration) error { return s.app.ShutdownWithTimeout(grace) }

@@ -1,0 +1,198 @@
+package bootstrap
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/llmgw/gateway/storage"
+)
+
+// Result counts what Apply wrote. Applying the same file twice yields Changed == 0 the second time.
+type Result struct {
+	Changed   int
+	Unchanged int
+}
+
+func (r *Result) count(changed bool) {
+	if changed {
+		r.Changed++
+	} else {
+		r.Unchanged++
+	}
+}
+
+// Apply writes the file's entries to the store, idempotently: an entry equal to what is stored changes nothing,
+// a changed entry updates the record (keeping its creation time). Entries the file does not name are left alone.
+//
+// Workspace references are resolved before anything is written: a reference to a workspace that neither the
+// file nor the store has fails the whole file, naming the entry, except "default", which is created when
+// missing. A write can still fail midway on an I/O error; applying the file again then completes it.
+func Apply(st *storage.Store, f *File) (Result, error) {
+	var res Result
+	p := &problems{}
+	plan, err := planWorkspaces(st, f, p)
+	if err != nil {
+		return res, err
+	}
+	ws := func(path, ref string) *storage.Workspace {
+		w, ok := plan.bySlugOrID[ref]
+		if ok {
+			return w
+		}
+		w, err := st.Workspaces.Resolve(ref)
+		if err == nil {
+			plan.bySlugOrID[ref] = w
+			return w
+		}
+		if !errors.Is(err, storage.ErrNotFound) {
+			p.add(path+".workspace", "%v", err)
+			return nil
+		}
+		if ref == storage.DefaultWorkspaceSlug {
+			w = &storage.Workspace{ID: storage.NewUUID(), Slug: ref, OrganisationID: storage.NewUUID(), Name: "Default"}
+			plan.bySlugOrID[ref] = w
+			plan.writes = append(plan.writes, w)
+			return w
+		}
+		p.add(path+".workspace", "no workspace %q: define it under \"workspaces\" or create it first", ref)
+		return nil
+	}
+	// Resolve every reference before the first write.
+	refs := map[string]*storage.Workspace{}
+	resolve := func(path, ref string) { refs[path] = ws(path, ref) }
+	for _, x := range f.APIKeys {
+		resolve(x.Path, x.Workspace)
+	}
+	for _, x := range f.Providers {
+		resolve(x.Path, x.Workspace)
+	}
+	for _, x := range f.Configs {
+		resolve(x.Path, x.Workspace)
+	}
+	for _, x := range f.Prompts {
+		resolve(x.Path, x.Workspace)
+	}
+	for _, x := range f.RateLimitPolicies {
+		resolve(x.Path, x.Workspace)
+	}
+	for _, x := range f.Guardrails {
+		resolve(x.Path, x.Workspace)
+	}
+	for _, x := range f.Plugins {
+		resolve(x.Path, x.Workspace)
+	}
+	if len(p.list) > 0 {
+		return res, &ValidationError{Problems: p.list}
+	}
+
+	fail := func(path string, err error) (Result, error) {
+		return res, fmt.Errorf("bootstrap %s: %w", path, err)
+	}
+	for _, w := range plan.writes {
+		changed, err := st.Workspaces.Put(w)
+		if err != nil {
+			return fail("workspace "+w.Slug, err)
+		}
+		res.count(changed)
+	}
+	for _, x := range f.APIKeys {
+		_, changed, err := st.APIKeys.Put(x.Key, &storage.APIKey{WorkspaceID: refs[x.Path].ID, Name: x.Name, Admin: x.Admin})
+		if err != nil {
+			return fail(x.Path, err)
+		}
+		res.count(changed)
+	}
+	for _, x := range f.Providers {
+		changed, err := st.Providers.Put(&storage.Provider{WorkspaceID: refs[x.Path].ID, Slug: x.Slug, Provider: x.Provider,
+			Name: x.Name, Fields: x.Fields})
+		if err != nil {
+			return fail(x.Path, err)
+		}
+		res.count(changed)
+	}
+	for _, x := range f.Configs {
+		w := refs[x.Path]
+		changed, err := st.Configs.Put(w.ID, x.ID, &storage.Config{ID: x.ID, WorkspaceID: w.ID, Config: x.Config})
+		if err != nil {
+			return fail(x.Path, err)
+		}
+		res.count(changed)
+	}
+	for _, x := range f.Prompts {
+		w := refs[x.Path]
+		changed, err := st.Prompts.Put(w.ID, x.ID, &storage.Prompt{ID: x.ID, WorkspaceID: w.ID, Name: x.Name, Versions: x.Versions})
+		if err != nil {
+			return fail(x.Path, err)
+		}
+		res.count(changed)
+	}
+	for _, x := range f.RateLimitPolicies {
+		w := refs[x.Path]
+		changed, err := st.Policies.Put(w.ID, x.ID, &storage.RateLimitPolicy{ID: x.ID, WorkspaceID: w.ID,
+			OrganisationID: w.OrganisationID, Type: x.Type, Unit: x.Unit, Value: x.Value, Status: x.Status, Name: x.Name,
+			Conditions: x.Conditions, GroupBy: x.GroupBy})
+		if err != nil {
+			return fail(x.Path, err)
+		}
+		res.count(changed)
+	}
+	for _, x := range f.Guardrails {
+		w := refs[x.Path]
+		changed, err := st.Guardrails.Put(w.ID, x.ID, &storage.Guardrail{ID: x.ID, WorkspaceID: w.ID, Guardrail: x.Object})
+		if err != nil {
+			return fail(x.Path, err)
+		}
+		res.count(changed)
+	}
+	for _, x := range f.Plugins {
+		w := refs[x.Path]
+		_, changed, err := st.Plugins.Put(w.ID, x.ID, x.Wasm)
+		if err != nil {
+			return fail(x.Path, err)
+		}
+		res.count(changed)
+	}
+	return res, nil
+}
+
+type workspacePlan struct {
+	bySlugOrID map[string]*storage.Workspace
+	writes     []*storage.Workspace
+}
+
+// planWorkspaces turns the file's workspaces into records, keeping the IDs of workspaces that exist, and checks
+// that no slug would move from one workspace to another.
+func planWorkspaces(st *storage.Store, f *File, p *problems) (*workspacePlan, error) {
+	plan := &workspacePlan{bySlugOrID: map[string]*storage.Workspace{}}
+	for _, x := range f.Workspaces {
+		w := &storage.Workspace{ID: x.ID, Slug: x.Slug, OrganisationID: x.OrganisationID, Name: x.Name}
+		existing, err := st.Workspaces.Resolve(x.Slug)
+		switch {
+		case err == nil:
+			if w.ID != "" && w.ID != existing.ID {
+				p.add(x.Path+".id", "slug %q already belongs to workspace %s; a workspace's ID cannot change", x.Slug, existing.ID)
+				continue
+			}
+			w.ID = existing.ID
+			if w.OrganisationID == "" {
+				w.OrganisationID = existing.OrganisationID
+			}
+		case errors.Is(err, storage.ErrNotFound):
+			if w.ID == "" {
+				w.ID = storage.NewUUID()
+			}
+			if w.OrganisationID == "" {
+				w.OrganisationID = storage.NewUUID()
+			}
+		default:
+			return nil, err
+		}
+		plan.bySlugOrID[w.Slug] = w
+		plan.bySlugOrID[w.ID] = w
+		plan.writes = append(plan.writes, w)
+	}
+	if len(p.list) > 0 {
+		return nil, &ValidationError{Problems: p.list}
+	}
+	return plan, nil
+}

@@ -1,0 +1,616 @@
+package bootstrap
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net/url"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+
+	"github.com/google/uuid"
+
+	"github.com/llmgw/gateway/runtime/providers"
+	"github.com/llmgw/gateway/storage"
+)
+
+// File is a parsed and validated bootstrap file.
+type File struct {
+	Workspaces        []Workspace
+	APIKeys           []APIKey
+	Providers         []Provider
+	Configs           []Config
+	Prompts           []Prompt
+	RateLimitPolicies []Policy
+	Guardrails        []Guardrail
+	Plugins           []Plugin
+}
+
+// Workspace is an entry of "workspaces". ID and OrganisationID are optional: a new workspace gets random
+// UUIDs, an existing one (by slug) keeps its own.
+type Workspace struct {
+	Path                     string
+	ID, Slug, OrganisationID string
+	Name                     string
+}
+
+// APIKey is an entry of "api_keys": a gateway API key chosen by the operator.
+type APIKey struct {
+	Path      string
+	Key       string
+	Workspace string
+	Admin     bool
+	Name      string
+}
+
+// Provider is an entry of "providers": a stored provider reachable as a virtual key or "@slug".
+type Provider struct {
+	Path      string
+	Slug      string
+	Workspace string
+	Provider  string // canonical identifier
+	Name      string
+	Fields    map[string]json.RawMessage
+}
+
+// Config is an entry of "configs": a saved routing config.
+type Config struct {
+	Path      string
+	ID        string
+	Workspace string
+	Config    json.RawMessage
+}
+
+// Prompt is an entry of "prompts" with its versions in order (numbered from 1).
+type Prompt struct {
+	Path      string
+	ID        string
+	Workspace string
+	Name      string
+	Versions  []storage.PromptVersion
+}
+
+// Policy is an entry of "rate_limit_policies".
+type Policy struct {
+	Path       string
+	ID         string
+	Workspace  string
+	Type, Unit string
+	Value      float64
+	Status     string
+	Name       *string
+	Conditions []storage.PolicyMatch
+	GroupBy    []storage.PolicyGroup
+}
+
+// Guardrail is an entry of "guardrails": a saved guardrail object.
+type Guardrail struct {
+	Path      string
+	ID        string
+	Workspace string
+	Object    json.RawMessage // the guardrail without id and workspace
+}
+
+// Plugin is an entry of "plugins": a wasm module read from a file.
+type Plugin struct {
+	Path      string
+	ID        string
+	Workspace string
+	File      string // resolved path
+	Wasm      []byte
+}
+
+// MaxPluginSize bounds a plugin's wasm file.
+const MaxPluginSize = 64 << 20
+
+// Load reads, parses and validates the bootstrap file at path. Relative plugin paths are resolved against the
+// file's folder first, then the working folder. A *ValidationError lists every problem found.
+func Load(path string) (*File, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read bootstrap file: %w", err)
+	}
+	f, err := Parse(data, filepath.Dir(path))
+	var ve *ValidationError
+	if errors.As(err, &ve) {
+		ve.File = path
+	}
+	return f, err
+}
+
+// sections are the known top-level keys, in the order they are parsed and applied.
+var sections = []string{"workspaces", "api_keys", "providers", "configs", "prompts", "rate_limit_policies", "guardrails", "plugins"}
+
+// Parse parses and validates a bootstrap document. baseDir resolves relative plugin paths.
+func Parse(data []byte, baseDir string) (*File, error) {
+	p := &problems{}
+	f := &File{}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	var top map[string]json.RawMessage
+	if err := dec.Decode(&top); err != nil {
+		return nil, &ValidationError{Problems: []Problem{{Path: "(file)", Message: "not a JSON object: " + err.Error()}}}
+	}
+	if top == nil {
+		return nil, &ValidationError{Problems: []Problem{{Path: "(file)", Message: "must be a JSON object, not null"}}}
+	}
+	for name := range top {
+		if !contains(sections, name) {
+			p.add(name, "unknown section (known: %s)", strings.Join(sections, ", "))
+		}
+	}
+	each := func(section string, fn func(o *object)) {
+		raw, ok := top[section]
+		if !ok || kind(raw) == "null" {
+			return
+		}
+		var items []json.RawMessage
+		if kind(raw) != "array" || json.Unmarshal(raw, &items) != nil {
+			p.add(section, "must be an array, not %s", kind(raw))
+			return
+		}
+		for i, item := range items {
+			if o := newObject(p, fmt.Sprintf("%s[%d]", section, i), item); o != nil {
+				fn(o)
+			}
+		}
+	}
+	each("workspaces", func(o *object) { f.Workspaces = append(f.Workspaces, parseWorkspace(o)) })
+	each("api_keys", func(o *object) { f.APIKeys = append(f.APIKeys, parseAPIKey(o)) })
+	each("providers", func(o *object) { f.Providers = append(f.Providers, parseProvider(o)) })
+	each("configs", func(o *object) { f.Configs = append(f.Configs, parseConfig(o)) })
+	each("prompts", func(o *object) { f.Prompts = append(f.Prompts, parsePrompt(o)) })
+	each("rate_limit_policies", func(o *object) { f.RateLimitPolicies = append(f.RateLimitPolicies, parsePolicy(o)) })
+	each("guardrails", func(o *object) { f.Guardrails = append(f.Guardrails, parseGuardrail(o)) })
+	each("plugins", func(o *object) { f.Plugins = append(f.Plugins, parsePlugin(o, baseDir)) })
+	checkDuplicates(p, f)
+	if len(p.list) > 0 {
+		return nil, &ValidationError{Problems: p.list}
+	}
+	return f, nil
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// id reads an identifier field (required) and checks its form.
+func (o *object) id(name string) string {
+	s := o.str(name, true)
+	if s != "" && !storage.ValidID(s) {
+		o.p.add(o.at(name), "%q is not a valid identifier (1-128 characters: letters, digits, '.', '_', ':' or '-', starting with a letter or digit)", s)
+	}
+	return s
+}
+
+func (o *object) uuid(name string, required bool) string {
+	s := o.str(name, required)
+	if s != "" {
+		if _, err := uuid.Parse(s); err != nil || len(s) != 36 {
+			o.p.add(o.at(name), "%q is not a UUID", s)
+		}
+	}
+	return s
+}
+
+// workspaceRef reads the optional "workspace" field: a workspace ID or slug, "default" when absent.
+func (o *object) workspaceRef() string {
+	s := o.str("workspace", false)
+	if s == "" {
+		return storage.DefaultWorkspaceSlug
+	}
+	if !storage.ValidID(s) {
+		o.p.add(o.at("workspace"), "%q is not a workspace ID or slug", s)
+	}
+	return s
+}
+
+func parseWorkspace(o *object) Workspace {
+	w := Workspace{Path: o.path, ID: o.uuid("id", false), Slug: o.id("slug"), OrganisationID: o.uuid("organisation_id", false),
+		Name: o.str("name", false)}
+	o.finish()
+	return w
+}
+
+func parseAPIKey(o *object) APIKey {
+	k := APIKey{Path: o.path, Key: o.str("key", true), Workspace: o.workspaceRef(), Admin: o.boolean("admin"), Name: o.str("name", false)}
+	switch {
+	case k.Key == "":
+	case len(k.Key) < storage.MinAPIKeyLength || len(k.Key) > 512:
+		o.p.add(o.at("key"), "must be %d to 512 characters long", storage.MinAPIKeyLength)
+	case strings.IndexFunc(k.Key, func(r rune) bool { return r <= ' ' || r > '~' }) >= 0:
+		o.p.add(o.at("key"), "must be printable ASCII without spaces (it travels in an HTTP header)")
+	}
+	o.finish()
+	return k
+}
+
+// providerFieldKinds are the config fields a stored provider may carry, with their JSON type.
+var providerFieldKinds = map[string]string{
+	"api_key": "string", "custom_host": "string",
+	"resource_name": "string", "deployment_id": "string", "api_version": "string", "deployments": "array",
+	"cloudz_access_key_id": "string", "cloudz_secret_access_key": "string", "cloudz_region": "string", "cloudz_session_token": "string",
+	"llmvendor_organization": "string", "llmvendor_project": "string",
+	"cloudy_project_id": "string", "cloudy_region": "string", "cloudy_service_account_json": "object",
+	"cloudx_region": "string", "cloudx_deployment_name": "string", "cloudx_endpoint_name": "string", "cloudx_api_version": "string",
+	"cloudx_deployment_type": "string",
+}
+
+// keylessProviders run locally and need no API key.
+var keylessProviders = map[string]bool{"ollama": true, "vllm": true, "lm-studio": true}
+
+// credentialFields stand in for api_key: a provider with one of them authenticates another way.
+var credentialFields = []string{"custom_host", "cloudz_access_key_id", "cloudy_service_account_json", "cloudy_project_id",
+	"cloudx_deployment_name", "cloudx_endpoint_name"}
+
+func parseProvider(o *object) Provider {
+	pr := Provider{Path: o.path, Slug: o.id("slug"), Workspace: o.workspaceRef(), Name: o.str("name", false),
+		Fields: map[string]json.RawMessage{}}
+	if name := o.str("provider", true); name != "" {
+		id, ok := providers.Canonical(name)
+		if !ok {
+			o.p.add(o.at("provider"), "unknown provider %q (known: %s)", name, strings.Join(providers.Identifiers(), ", "))
+		}
+		pr.Provider = id
+	}
+	for _, name := range o.unread() {
+		want, ok := providerFieldKinds[name]
+		if !ok {
+			continue // reported by finish
+		}
+		raw := o.get(name)
+		if raw == nil {
+			continue
+		}
+		if kind(raw) != want {
+			o.p.add(o.at(name), "must be %s %s, not %s", article(want), want, kind(raw))
+			continue
+		}
+		pr.Fields[name] = raw
+	}
+	if raw, ok := pr.Fields["custom_host"]; ok {
+		var host string
+		_ = json.Unmarshal(raw, &host)
+		if u, err := url.Parse(host); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			o.p.add(o.at("custom_host"), "%q must be an http or https URL", host)
+		}
+	}
+	if raw, ok := pr.Fields["cloudx_deployment_type"]; ok {
+		var t string
+		_ = json.Unmarshal(raw, &t)
+		if t != "serverless" && t != "managed" {
+			o.p.add(o.at("cloudx_deployment_type"), "must be \"serverless\" or \"managed\", not %q", t)
+		}
+	}
+	if items, ok := pr.Fields["deployments"]; ok {
+		parseDeployments(o.p, o.at("deployments"), items)
+	}
+	if _, ok := pr.Fields["api_key"]; !ok && pr.Provider != "" && !keylessProviders[pr.Provider] {
+		found := false
+		for _, f := range credentialFields {
+			_, has := pr.Fields[f]
+			found = found || has
+		}
+		if !found {
+			o.p.add(o.at("api_key"), "is required for provider %q (or give custom_host, or the provider's cloud credentials)", pr.Provider)
+		}
+	}
+	o.finish()
+	return pr
+}
+
+func parseDeployments(p *problems, path string, raw json.RawMessage) {
+	var items []json.RawMessage
+	_ = json.Unmarshal(raw, &items)
+	defaults := 0
+	for i, item := range items {
+		d := newObject(p, fmt.Sprintf("%s[%d]", path, i), item)
+		if d == nil {
+			continue
+		}
+		d.str("deployment_id", true)
+		d.str("alias", true)
+		d.str("api_version", true)
+		if d.boolean("is_default") {
+			defaults++
+		}
+		d.finish()
+	}
+	if defaults > 1 {
+		p.add(path, "at most one deployment may be is_default, found %d", defaults)
+	}
+}
+
+func article(kind string) string {
+	if kind == "object" || kind == "array" {
+		return "an"
+	}
+	return "a"
+}
+
+func parseConfig(o *object) Config {
+	c := Config{Path: o.path, ID: o.id("id"), Workspace: o.workspaceRef(), Config: o.rawObject("config", true)}
+	o.finish()
+	return c
+}
+
+func parsePrompt(o *object) Prompt {
+	pr := Prompt{Path: o.path, ID: o.id("id"), Workspace: o.workspaceRef(), Name: o.str("name", false)}
+	versions := o.array("versions", true)
+	if versions != nil && len(versions) == 0 {
+		o.p.add(o.at("versions"), "must hold at least one version")
+	}
+	published := 0
+	for i, raw := range versions {
+		v := newObject(o.p, fmt.Sprintf("%s[%d]", o.at("versions"), i), raw)
+		if v == nil {
+			continue
+		}
+		pv := storage.PromptVersion{Version: i + 1, Published: v.boolean("published")}
+		if pv.Published {
+			published++
+		}
+		if t := v.sub("template", true); t != nil {
+			pv.Template = v.get("template")
+			checkTemplate(t)
+		}
+		v.finish()
+		pr.Versions = append(pr.Versions, pv)
+	}
+	if published > 1 {
+		o.p.add(o.at("versions"), "at most one version may be published, found %d", published)
+	}
+	o.finish()
+	return pr
+}
+
+// checkTemplate checks the parts of a prompt template that have a fixed shape; its other keys are chat
+// hyperparameters, passed on as they are.
+func checkTemplate(t *object) {
+	msgs := t.array("messages", true)
+	if msgs != nil && len(msgs) == 0 {
+		t.p.add(t.at("messages"), "must hold at least one message")
+	}
+	for i, raw := range msgs {
+		m := newObject(t.p, fmt.Sprintf("%s[%d]", t.at("messages"), i), raw)
+		if m == nil {
+			continue
+		}
+		m.str("role", true)
+		if c := m.get("content"); c == nil {
+			m.p.add(m.at("content"), "is required")
+		} else if k := kind(c); k != "string" && k != "array" {
+			m.p.add(m.at("content"), "must be a string or an array of parts, not %s", k)
+		}
+		m.str("name", false)
+		for _, name := range m.unread() {
+			m.get(name) // tool_calls, tool_call_id and other message fields pass as they are
+		}
+	}
+	t.str("model", false)
+	t.str("provider", false)
+}
+
+var (
+	policyTypes    = []string{"requests", "tokens"}
+	policyUnits    = []string{"rpm", "rph", "rpd"}
+	policyStatuses = []string{"active", "archived"}
+	policyKeys     = []string{"api_key", "workspace_id", "provider", "virtual_key", "model", "config"}
+)
+
+// ValidPolicyKey reports whether key may stand in a policy's conditions or group_by: one of policyKeys or
+// metadata.<name>.
+func ValidPolicyKey(key string) bool {
+	if name, ok := strings.CutPrefix(key, "metadata."); ok {
+		return name != ""
+	}
+	return contains(policyKeys, key)
+}
+
+func (o *object) oneOf(name string, allowed []string, def string) string {
+	s := o.str(name, def == "")
+	if s == "" {
+		return def
+	}
+	if !contains(allowed, s) {
+		o.p.add(o.at(name), "must be one of %s, not %q", strings.Join(allowed, ", "), s)
+	}
+	return s
+}
+
+func parsePolicy(o *object) Policy {
+	pol := Policy{Path: o.path, ID: o.uuid("id", true), Workspace: o.workspaceRef(),
+		Type: o.oneOf("type", policyTypes, ""), Unit: o.oneOf("unit", policyUnits, ""),
+		Status:     o.oneOf("status", policyStatuses, "active"),
+		Conditions: []storage.PolicyMatch{}, GroupBy: []storage.PolicyGroup{}}
+	if v, ok := o.number("value", true); ok {
+		if v <= 0 {
+			o.p.add(o.at("value"), "must be greater than 0")
+		}
+		pol.Value = v
+	}
+	if o.has("name") {
+		n := o.str("name", false)
+		pol.Name = &n
+	}
+	for i, raw := range o.array("conditions", false) {
+		c := newObject(o.p, fmt.Sprintf("%s[%d]", o.at("conditions"), i), raw)
+		if c == nil {
+			continue
+		}
+		m := storage.PolicyMatch{Key: c.str("key", true), Value: c.str("value", true)}
+		if m.Key != "" && !ValidPolicyKey(m.Key) {
+			c.p.add(c.at("key"), "unknown key %q (known: %s, metadata.<name>)", m.Key, strings.Join(policyKeys, ", "))
+		}
+		c.finish()
+		pol.Conditions = append(pol.Conditions, m)
+	}
+	for i, raw := range o.array("group_by", false) {
+		g := newObject(o.p, fmt.Sprintf("%s[%d]", o.at("group_by"), i), raw)
+		if g == nil {
+			continue
+		}
+		k := storage.PolicyGroup{Key: g.str("key", true)}
+		if k.Key != "" && !ValidPolicyKey(k.Key) {
+			g.p.add(g.at("key"), "unknown key %q (known: %s, metadata.<name>)", k.Key, strings.Join(policyKeys, ", "))
+		}
+		g.finish()
+		pol.GroupBy = append(pol.GroupBy, k)
+	}
+	o.finish()
+	return pol
+}
+
+// checkIDPattern is the form of a check id: "name" (meaning default.name) or "namespace.name".
+var checkIDPattern = regexp.MustCompile(`^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)?$`)
+
+func parseGuardrail(o *object) Guardrail {
+	g := Guardrail{Path: o.path, ID: o.id("id"), Workspace: o.workspaceRef()}
+	o.str("name", false)
+	o.boolean("deny")
+	o.boolean("async")
+	for _, side := range []string{"on_fail", "on_success"} {
+		if s := o.sub(side, false); s != nil {
+			s.boolean("deny")
+			if fb := s.sub("feedback", false); fb != nil {
+				fb.number("value", false)
+				fb.number("weight", false)
+				fb.rawObject("metadata", false)
+				fb.finish()
+			}
+			s.finish()
+		}
+	}
+	checks := 0
+	for i, raw := range o.array("checks", false) {
+		c := newObject(o.p, fmt.Sprintf("%s[%d]", o.at("checks"), i), raw)
+		if c == nil {
+			continue
+		}
+		if id := c.str("id", true); id != "" && !checkIDPattern.MatchString(id) {
+			c.p.add(c.at("id"), "%q is not a check id (name or namespace.name)", id)
+		}
+		c.rawObject("parameters", true)
+		c.finish()
+		checks++
+	}
+	for _, name := range o.unread() {
+		if name == "id" || name == "workspace" {
+			continue
+		}
+		raw := o.get(name)
+		switch {
+		case !checkIDPattern.MatchString(name):
+			o.p.add(o.at(name), "unknown field (a check id is name or namespace.name)")
+		case kind(raw) != "object":
+			o.p.add(o.at(name), "check parameters must be an object, not %s", kind(raw))
+		default:
+			checks++
+		}
+	}
+	if checks == 0 {
+		o.p.add(o.path, "guardrail %q has no checks: add one such as \"default.regexMatch\": {\"rule\": \"...\"}", g.ID)
+	}
+	obj := make(map[string]json.RawMessage, len(o.fields))
+	for name, raw := range o.fields {
+		if name != "id" && name != "workspace" {
+			obj[name] = raw
+		}
+	}
+	g.Object, _ = json.Marshal(obj)
+	return g
+}
+
+func parsePlugin(o *object, baseDir string) Plugin {
+	pl := Plugin{Path: o.path, ID: o.id("id"), Workspace: o.workspaceRef()}
+	file := o.str("wasm", true)
+	o.finish()
+	if file == "" {
+		return pl
+	}
+	pl.File, pl.Wasm = readWasm(o.p, o.at("wasm"), file, baseDir)
+	return pl
+}
+
+var wasmMagic = []byte{0x00, 0x61, 0x73, 0x6d, 0x01, 0x00, 0x00, 0x00} // "\0asm" version 1
+
+// readWasm reads a plugin file, trying baseDir before the working folder for a relative path.
+func readWasm(p *problems, path, file, baseDir string) (string, []byte) {
+	candidates := []string{file}
+	if !filepath.IsAbs(file) && baseDir != "" {
+		candidates = []string{filepath.Join(baseDir, file), file}
+	}
+	for _, c := range candidates {
+		info, err := os.Stat(c)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			p.add(path, "%v", err)
+			return c, nil
+		}
+		if info.Size() > MaxPluginSize {
+			p.add(path, "%s is %d bytes, more than the limit of %d", c, info.Size(), MaxPluginSize)
+			return c, nil
+		}
+		data, err := os.ReadFile(c)
+		if err != nil {
+			p.add(path, "%v", err)
+			return c, nil
+		}
+		if !bytes.HasPrefix(data, wasmMagic) {
+			p.add(path, "%s is not a WebAssembly module (no \\0asm version 1 header)", c)
+			return c, nil
+		}
+		return c, data
+	}
+	p.add(path, "file %q not found (looked in %s)", file, strings.Join(candidates, " and "))
+	return "", nil
+}
+
+// checkDuplicates reports entries that name the same thing twice within a file.
+func checkDuplicates(p *problems, f *File) {
+	seen := map[string]string{}
+	dup := func(path, what, k string) {
+		if first, ok := seen[what+"\x00"+k]; ok {
+			p.add(path, "duplicate %s: %s already defines it", what, first)
+			return
+		}
+		seen[what+"\x00"+k] = path
+	}
+	for _, w := range f.Workspaces {
+		dup(w.Path+".slug", "workspace slug", w.Slug)
+		if w.ID != "" {
+			dup(w.Path+".id", "workspace id", w.ID)
+		}
+	}
+	for _, k := range f.APIKeys {
+		dup(k.Path+".key", "api key", k.Key)
+	}
+	for _, x := range f.Providers {
+		dup(x.Path+".slug", "provider slug in workspace "+x.Workspace, x.Slug)
+	}
+	for _, x := range f.Configs {
+		dup(x.Path+".id", "config id in workspace "+x.Workspace, x.ID)
+	}
+	for _, x := range f.Prompts {
+		dup(x.Path+".id", "prompt id in workspace "+x.Workspace, x.ID)
+	}
+	for _, x := range f.RateLimitPolicies {
+		dup(x.Path+".id", "policy id", x.ID)
+	}
+	for _, x := range f.Guardrails {
+		dup(x.Path+".id", "guardrail id in workspace "+x.Workspace, x.ID)
+	}
+	for _, x := range f.Plugins {
+		dup(x.Path+".id", "plugin id in workspace "+x.Workspace, x.ID)
+	}
+}

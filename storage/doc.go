@@ -1,0 +1,22 @@
+// Package storage owns the gateway's persistent state: one embedded pebble database in the data folder, with
+// typed stores over it for workspaces, gateway API keys, providers (virtual keys), saved configs, prompts,
+// guardrails, rate-limit policies and wasm plugins. It is the only package that imports pebble, and it imports
+// nothing else of the gateway's.
+//
+// The key layout is documented in keys.go. Values are JSON. What storage guarantees:
+//
+//   - Writes of user data are committed with pebble.Sync: once a Put returns, the record survives a crash or a
+//     kill -9. Related keys (a record and its index) are written in one batch, so they never disagree.
+//   - Gateway API keys are stored only as HMAC-SHA256 under a key derived from the master key; the secret
+//     cannot be read back. Lookup keeps a positive cache in memory, so authenticating a request is one hash and
+//     one map read.
+//   - Provider secrets (SecretFields) are sealed with AES-256-GCM under a key derived from the master key and
+//     bound to the record's key. The master key comes from GATEWAY_MASTER_KEY or from master.key (mode 0600) in
+//     the data folder; a store opened with another key is refused at Open (ErrWrongMasterKey).
+//   - Records carry created_at and updated_at, set by the store. Writing a record with unchanged content is a
+//     no-op, which makes the bootstrap file idempotent.
+//
+// Storage calls do not take a context: they are local, bounded, and pebble cannot cancel them.
+// A *Store is safe for concurrent use; records it returns are the caller's, except APIKeyStore.Lookup's, which
+// are shared and read-only.
+package storage

@@ -1,0 +1,95 @@
+package storage
+
+import (
+	"fmt"
+	"regexp"
+)
+
+// Key layout. Every key is ASCII: a table name, then the record's components, joined by '/'. Components are
+// validated IDs (ValidID), UUIDs or lowercase hex, none of which can hold a '/', so a key never reads two ways and
+// a table's records sort together, each workspace's records under one prefix.
+//
+//	meta/initialized                   time of the first start (RFC 3339); absent on an empty store
+//	meta/keycheck                      a constant sealed with the master key: proves the key opens this store
+//	ws/<workspace-id>                  Workspace
+//	wsslug/<slug>                      workspace ID, the slug index
+//	apikey/<hmac-hex>                  APIKey, by the keyed hash of the secret (the secret itself is never stored)
+//	apikeyid/<workspace-id>/<key-id>   hmac-hex, to list and delete a workspace's keys by ID
+//	provider/<workspace-id>/<slug>     Provider; its secrets sealed with AES-GCM
+//	config/<workspace-id>/<id>         Config
+//	prompt/<workspace-id>/<id>         Prompt with its versions
+//	guardrail/<workspace-id>/<id>      Guardrail
+//	policy/<workspace-id>/<id>         RateLimitPolicy
+//	plugin/<workspace-id>/<id>         Plugin (metadata)
+//	pluginwasm/<workspace-id>/<id>     the plugin's wasm bytes
+//
+// Values are JSON. Tables whose names share a beginning ("apikey", "apikeyid") cannot collide: the table name is
+// always followed by '/'.
+const (
+	tableMeta       = "meta"
+	tableWorkspace  = "ws"
+	tableWSSlug     = "wsslug"
+	tableAPIKey     = "apikey"
+	tableAPIKeyID   = "apikeyid"
+	tableProvider   = "provider"
+	tableConfig     = "config"
+	tablePrompt     = "prompt"
+	tableGuardrail  = "guardrail"
+	tablePolicy     = "policy"
+	tablePlugin     = "plugin"
+	tablePluginWasm = "pluginwasm"
+)
+
+var (
+	keyInitialized = []byte("meta/initialized")
+	keyKeyCheck    = []byte("meta/keycheck")
+)
+
+// key joins a table name and components with '/'. Callers pass validated components.
+func key(table string, parts ...string) []byte {
+	n := len(table)
+	for _, p := range parts {
+		n += 1 + len(p)
+	}
+	b := make([]byte, 0, n)
+	b = append(b, table...)
+	for _, p := range parts {
+		b = append(b, '/')
+		b = append(b, p...)
+	}
+	return b
+}
+
+// prefix is the key prefix under which every record of table below parts sorts, ending in '/'.
+func prefix(table string, parts ...string) []byte {
+	return append(key(table, parts...), '/')
+}
+
+// prefixEnd is the smallest key greater than every key that starts with p.
+func prefixEnd(p []byte) []byte {
+	end := append([]byte(nil), p...)
+	for i := len(end) - 1; i >= 0; i-- {
+		if end[i] < 0xff {
+			end[i]++
+			return end[:i+1]
+		}
+	}
+	return nil
+}
+
+var validID = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$`)
+
+// ValidID reports whether s can name a stored thing: 1 to 128 characters, letters, digits and . _ : -, starting
+// with a letter or digit. IDs, slugs and key components all obey it, which keeps the key layout unambiguous.
+func ValidID(s string) bool { return validID.MatchString(s) }
+
+// CheckID returns an error that names field when id is not a ValidID.
+func CheckID(field, id string) error {
+	if id == "" {
+		return fmt.Errorf("%s is required", field)
+	}
+	if !ValidID(id) {
+		return fmt.Errorf("%s %q is not a valid identifier (1-128 characters: letters, digits, '.', '_', ':' or '-', starting with a letter or digit)", field, id)
+	}
+	return nil
+}

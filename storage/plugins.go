@@ -1,0 +1,75 @@
+package storage
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+)
+
+// PluginStore holds wasm plugins: metadata under plugin/, bytes under pluginwasm/, written together.
+type PluginStore struct {
+	docs DocStore[Plugin, *Plugin]
+}
+
+// Get returns the plugin's metadata.
+func (p *PluginStore) Get(workspaceID, id string) (*Plugin, error) {
+	return p.docs.Get(workspaceID, id)
+}
+
+// List returns the workspace's plugins ordered by ID.
+func (p *PluginStore) List(workspaceID string) ([]*Plugin, error) { return p.docs.List(workspaceID) }
+
+// Wasm returns the plugin's module bytes.
+func (p *PluginStore) Wasm(workspaceID, id string) ([]byte, error) {
+	if !ValidID(workspaceID) || !ValidID(id) {
+		return nil, ErrNotFound
+	}
+	return p.docs.s.get(key(tablePluginWasm, workspaceID, id))
+}
+
+// Put stores the module bytes under the plugin's ID with their SHA-256. Storing the same bytes again changes
+// nothing.
+func (p *PluginStore) Put(workspaceID, id string, wasm []byte) (*Plugin, bool, error) {
+	if err := CheckID("workspace id", workspaceID); err != nil {
+		return nil, false, err
+	}
+	if err := CheckID("plugin id", id); err != nil {
+		return nil, false, err
+	}
+	sum := sha256.Sum256(wasm)
+	meta := &Plugin{ID: id, WorkspaceID: workspaceID, SHA256: hex.EncodeToString(sum[:]), Size: len(wasm)}
+	s := p.docs.s
+	s.writeMu.Lock()
+	defer s.writeMu.Unlock()
+	b := s.db.NewBatch()
+	changed, err := upsert(s, b, key(tablePlugin, workspaceID, id), meta)
+	if err == nil && changed {
+		err = b.Set(key(tablePluginWasm, workspaceID, id), wasm, nil)
+	}
+	if err != nil {
+		b.Close()
+		return nil, false, fmt.Errorf("storage: put plugin %s: %w", id, err)
+	}
+	return meta, changed, s.commit(b)
+}
+
+// Delete removes the plugin and its bytes.
+func (p *PluginStore) Delete(workspaceID, id string) error {
+	if !ValidID(workspaceID) || !ValidID(id) {
+		return ErrNotFound
+	}
+	s := p.docs.s
+	s.writeMu.Lock()
+	defer s.writeMu.Unlock()
+	if _, err := s.get(key(tablePlugin, workspaceID, id)); err != nil {
+		return err
+	}
+	b := s.db.NewBatch()
+	err := errors.Join(b.Delete(key(tablePlugin, workspaceID, id), nil), b.Delete(key(tablePluginWasm, workspaceID, id), nil))
+	if err != nil {
+		b.Close()
+		return err
+	}
+	return s.commit(b)
+}

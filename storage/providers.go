@@ -1,0 +1,174 @@
+package storage
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"reflect"
+)
+
+// ProviderStore holds stored providers (virtual keys). Their SecretFields are sealed with AES-GCM under a key
+// derived from the master key, bound to the record's key; everything else is stored in clear.
+type ProviderStore struct{ s *Store }
+
+// providerRecord is a Provider as written to disk.
+type providerRecord struct {
+	WorkspaceID string                     `json:"workspace_id"`
+	Slug        string                     `json:"slug"`
+	Provider    string                     `json:"provider"`
+	Name        string                     `json:"name,omitempty"`
+	Fields      map[string]json.RawMessage `json:"fields,omitempty"` // the fields that are not secret
+	Sealed      []byte                     `json:"sealed,omitempty"` // AES-GCM of the JSON object of secret fields
+	Stamps
+}
+
+// Get returns the provider with its secrets opened.
+func (p *ProviderStore) Get(workspaceID, slug string) (*Provider, error) {
+	if !ValidID(workspaceID) || !ValidID(slug) {
+		return nil, ErrNotFound
+	}
+	k := key(tableProvider, workspaceID, slug)
+	rec, err := getJSON[providerRecord](p.s, k)
+	if err != nil {
+		return nil, err
+	}
+	return p.open(k, rec)
+}
+
+// List returns the workspace's providers, ordered by slug, with their secrets opened.
+func (p *ProviderStore) List(workspaceID string) ([]*Provider, error) {
+	if !ValidID(workspaceID) {
+		return nil, nil
+	}
+	recs, err := listJSON[providerRecord](p.s, prefix(tableProvider, workspaceID))
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*Provider, 0, len(recs))
+	for _, rec := range recs {
+		pr, err := p.open(key(tableProvider, rec.WorkspaceID, rec.Slug), rec)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, pr)
+	}
+	return out, nil
+}
+
+func (p *ProviderStore) open(k []byte, rec *providerRecord) (*Provider, error) {
+	fields := make(map[string]json.RawMessage, len(rec.Fields)+2)
+	for name, v := range rec.Fields {
+		fields[name] = v
+	}
+	if len(rec.Sealed) > 0 {
+		plain, err := p.s.keys.open(rec.Sealed, k)
+		if err != nil {
+			return nil, fmt.Errorf("storage: open secrets of provider %s: %w", rec.Slug, err)
+		}
+		var secrets map[string]json.RawMessage
+		if err := json.Unmarshal(plain, &secrets); err != nil {
+			return nil, fmt.Errorf("storage: decode secrets of provider %s: %w", rec.Slug, err)
+		}
+		for name, v := range secrets {
+			fields[name] = v
+		}
+	}
+	return &Provider{WorkspaceID: rec.WorkspaceID, Slug: rec.Slug, Provider: rec.Provider, Name: rec.Name,
+		Fields: fields, Stamps: rec.Stamps}, nil
+}
+
+// Put creates or replaces the provider pr.Slug of pr.WorkspaceID. Writing the same content again changes
+// nothing and reports changed=false.
+func (p *ProviderStore) Put(pr *Provider) (changed bool, err error) {
+	if err := CheckID("workspace id", pr.WorkspaceID); err != nil {
+		return false, err
+	}
+	if err := CheckID("provider slug", pr.Slug); err != nil {
+		return false, err
+	}
+	fields := make(map[string]json.RawMessage, len(pr.Fields))
+	for name, v := range pr.Fields {
+		var compact json.RawMessage
+		if compact, err = json.Marshal(v); err != nil { // validates and compacts, so equal content compares equal
+			return false, fmt.Errorf("provider field %s: %w", name, err)
+		}
+		fields[name] = compact
+	}
+	p.s.writeMu.Lock()
+	defer p.s.writeMu.Unlock()
+	k := key(tableProvider, pr.WorkspaceID, pr.Slug)
+	want := &Provider{WorkspaceID: pr.WorkspaceID, Slug: pr.Slug, Provider: pr.Provider, Name: pr.Name, Fields: fields}
+	now := p.s.now()
+	rec := &providerRecord{WorkspaceID: pr.WorkspaceID, Slug: pr.Slug, Provider: pr.Provider, Name: pr.Name,
+		Stamps: Stamps{CreatedAt: now, UpdatedAt: now}}
+	old, err := getJSON[providerRecord](p.s, k)
+	switch {
+	case err == nil:
+		prev, err := p.open(k, old)
+		if err != nil {
+			return false, err
+		}
+		if prev.Provider == want.Provider && prev.Name == want.Name && reflect.DeepEqual(normalise(prev.Fields), normalise(want.Fields)) {
+			return false, nil
+		}
+		rec.CreatedAt = old.CreatedAt
+	case !errors.Is(err, ErrNotFound):
+		return false, err
+	}
+	secrets := map[string]json.RawMessage{}
+	for name, v := range fields {
+		if SecretFields[name] {
+			secrets[name] = v
+			continue
+		}
+		if rec.Fields == nil {
+			rec.Fields = map[string]json.RawMessage{}
+		}
+		rec.Fields[name] = v
+	}
+	if len(secrets) > 0 {
+		plain, err := json.Marshal(secrets)
+		if err != nil {
+			return false, err
+		}
+		rec.Sealed = p.s.keys.seal(plain, k)
+	}
+	raw, err := json.Marshal(rec)
+	if err != nil {
+		return false, err
+	}
+	b := p.s.db.NewBatch()
+	if err := b.Set(k, raw, nil); err != nil {
+		b.Close()
+		return false, err
+	}
+	return true, p.s.commit(b)
+}
+
+// normalise turns raw field values into strings of compact JSON so that equal content compares equal.
+func normalise(fields map[string]json.RawMessage) map[string]string {
+	out := make(map[string]string, len(fields))
+	for name, v := range fields {
+		out[name] = string(v)
+	}
+	return out
+}
+
+// Delete removes the provider.
+func (p *ProviderStore) Delete(workspaceID, slug string) error {
+	if !ValidID(workspaceID) || !ValidID(slug) {
+		return ErrNotFound
+	}
+	p.s.writeMu.Lock()
+	defer p.s.writeMu.Unlock()
+	k := key(tableProvider, workspaceID, slug)
+	if _, err := p.s.get(k); err != nil {
+		return err
+	}
+	b := p.s.db.NewBatch()
+	if err := b.Delete(k, nil); err != nil {
+		b.Close()
+		return err
+	}
+	return p.s.commit(b)
+}
