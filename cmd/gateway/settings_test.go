@@ -1,0 +1,92 @@
+package main
+
+import (
+	"io"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestParseSettings(t *testing.T) {
+	env := func(kv ...string) func(string) string {
+		m := map[string]string{}
+		for i := 0; i+1 < len(kv); i += 2 {
+			m[kv[i]] = kv[i+1]
+		}
+		return func(k string) string { return m[k] }
+	}
+	tests := []struct {
+		name    string
+		args    []string
+		env     func(string) string
+		want    settings
+		wantErr []string
+	}{
+		{name: "defaults", env: env(),
+			want: settings{listen: "127.0.0.1:8787", dataDir: "./data", bodyLimit: 32 << 20, grace: 30 * time.Second, logLevel: slog.LevelInfo}},
+		{name: "environment", env: env("GATEWAY_LISTEN", "0.0.0.0:9000", "GATEWAY_DATA_DIR", "/var/gw", "GATEWAY_BOOTSTRAP", "b.json",
+			"GATEWAY_BODY_LIMIT", "1MiB", "GATEWAY_SHUTDOWN_GRACE", "5s", "GATEWAY_LOG_LEVEL", "debug", "GATEWAY_LOG_FORMAT", "json"),
+			want: settings{listen: "0.0.0.0:9000", dataDir: "/var/gw", bootstrap: "b.json", bodyLimit: 1 << 20, grace: 5 * time.Second,
+				logLevel: slog.LevelDebug, logJSON: true}},
+		{name: "flags beat the environment",
+			args: []string{"--listen", "127.0.0.1:1", "--data", "d", "--bootstrap", "f.json", "--body-limit", "2048", "--shutdown-grace", "1m"},
+			env:  env("GATEWAY_LISTEN", "0.0.0.0:9000", "GATEWAY_DATA_DIR", "/var/gw", "GATEWAY_BOOTSTRAP", "b.json"),
+			want: settings{listen: "127.0.0.1:1", dataDir: "d", bootstrap: "f.json", bodyLimit: 2048, grace: time.Minute, logLevel: slog.LevelInfo}},
+		{name: "bad values name their flag and variable", env: env("GATEWAY_BODY_LIMIT", "lots", "GATEWAY_SHUTDOWN_GRACE", "soon",
+			"GATEWAY_LOG_LEVEL", "loud", "GATEWAY_LOG_FORMAT", "xml"),
+			wantErr: []string{"--body-limit (GATEWAY_BODY_LIMIT)", "--shutdown-grace (GATEWAY_SHUTDOWN_GRACE)", "--log-level (GATEWAY_LOG_LEVEL)", "--log-format (GATEWAY_LOG_FORMAT)"}},
+		{name: "empty listen", args: []string{"--listen", ""}, env: env(), wantErr: []string{"--listen"}},
+		{name: "stray argument", args: []string{"serve"}, env: env(), wantErr: []string{`"serve"`}},
+		{name: "unknown flag", args: []string{"--port", "1"}, env: env(), wantErr: []string{"port"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := parseSettings(tc.args, tc.env, io.Discard)
+			if len(tc.wantErr) > 0 {
+				if err == nil {
+					t.Fatalf("no error, got %+v", got)
+				}
+				for _, w := range tc.wantErr {
+					if !strings.Contains(err.Error(), w) {
+						t.Errorf("error %q does not mention %q", err, w)
+					}
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got != tc.want {
+				t.Fatalf("got %+v\nwant %+v", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestParseSize(t *testing.T) {
+	tests := []struct {
+		in   string
+		want int
+		ok   bool
+	}{
+		{"1048576", 1 << 20, true},
+		{"32MiB", 32 << 20, true},
+		{"32 MiB", 32 << 20, true},
+		{"512KiB", 512 << 10, true},
+		{"1GiB", 1 << 30, true},
+		{"10MB", 10_000_000, true},
+		{"100B", 100, true},
+		{"0", 0, false},
+		{"-5", 0, false},
+		{"MiB", 0, false},
+		{"4GiB", 0, false},
+		{"1.5MiB", 0, false},
+	}
+	for _, tc := range tests {
+		got, err := parseSize(tc.in)
+		if (err == nil) != tc.ok || got != tc.want {
+			t.Errorf("parseSize(%q) = %d, %v; want %d, ok=%v", tc.in, got, err, tc.want, tc.ok)
+		}
+	}
+}
