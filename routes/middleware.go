@@ -3,6 +3,7 @@ package routes
 import (
 	"errors"
 	"strings"
+	"time"
 
 	"github.com/gofiber/fiber/v2"
 	"github.com/google/uuid"
@@ -44,6 +45,20 @@ func traceID(c *fiber.Ctx) error {
 	c.Locals(localTraceID, id)
 	c.Set(HeaderTraceID, id)
 	return c.Next()
+}
+
+// accessLog writes one debug line per request with its outcome. It answers errors itself (through the one
+// error handler) so that the line shows the status the caller got.
+func (s *Server) accessLog(c *fiber.Ctx) error {
+	start := time.Now()
+	if err := c.Next(); err != nil {
+		if herr := s.handleError(c, err); herr != nil {
+			return herr
+		}
+	}
+	s.log.Debug("request", "trace_id", ensureTraceID(c), "method", c.Method(), "path", c.Path(),
+		"status", c.Response().StatusCode(), "duration", time.Since(start))
+	return nil
 }
 
 // ensureTraceID returns the request's trace ID, making one if no middleware did (requests fasthttp refused

@@ -23,6 +23,8 @@ type Options struct {
 	IdleTimeout time.Duration
 	// Logger receives request failures. Default slog.Default().
 	Logger *slog.Logger
+	// AccessLog writes one debug line per request. Off by default: the line costs more than the request.
+	AccessLog bool
 }
 
 // Server is the gateway's HTTP front: the fiber app with its middleware and routes.
@@ -30,6 +32,8 @@ type Server struct {
 	app   *fiber.App
 	store *storage.Store
 	log   *slog.Logger
+
+	accessLogs bool
 }
 
 // New builds the server over store. Call Serve to accept connections and Shutdown to stop.
@@ -46,7 +50,7 @@ func New(store *storage.Store, opts Options) *Server {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
-	s := &Server{store: store, log: opts.Logger}
+	s := &Server{store: store, log: opts.Logger, accessLogs: opts.AccessLog}
 	s.app = fiber.New(fiber.Config{
 		AppName:               "gateway",
 		BodyLimit:             opts.BodyLimit,
@@ -61,6 +65,9 @@ func New(store *storage.Store, opts Options) *Server {
 
 func (s *Server) routes() {
 	s.app.Use(traceID)
+	if s.accessLogs {
+		s.app.Use(s.accessLog)
+	}
 	s.app.Get("/health", s.health)
 
 	v1 := s.app.Group("/v1", s.authenticate)

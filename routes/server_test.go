@@ -263,3 +263,18 @@ func TestJSONContentTypeWithCharsetIsAccepted(t *testing.T) {
 		t.Fatalf("status %d: %s", a.status, a.body)
 	}
 }
+
+func TestAccessLog(t *testing.T) {
+	var buf bytes.Buffer
+	f := newFixture(t, Options{AccessLog: true, Logger: slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug}))})
+	checkError(t, f.do(t, "GET", "/v1/api-keys", "", HeaderTraceID, "trace-logged"), 401, "missing_api_key", HeaderAPIKey)
+	if a := f.do(t, "GET", "/health", ""); a.status != 200 {
+		t.Fatalf("health: %d", a.status)
+	}
+	out := buf.String()
+	for _, want := range []string{`msg=request trace_id=trace-logged method=GET path=/v1/api-keys status=401`, `path=/health status=200`} {
+		if !strings.Contains(out, want) {
+			t.Errorf("access log lacks %q:\n%s", want, out)
+		}
+	}
+}

@@ -64,7 +64,8 @@ func run(ctx context.Context, stopSignals func(), args []string, getenv func(str
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", cfg.listen, err)
 	}
-	server := routes.New(store, routes.Options{BodyLimit: cfg.bodyLimit, Logger: log})
+	server := routes.New(store, routes.Options{BodyLimit: cfg.bodyLimit, Logger: log,
+		AccessLog: cfg.logLevel <= slog.LevelDebug})
 	if !initialized {
 		secret, err := store.Initialize()
 		if err != nil {
