@@ -17,8 +17,8 @@ type APIKeyStore struct {
 
 	mu    sync.RWMutex
 	cache map[apiKeyHash]*APIKey // only positive answers; writes through this store keep it current
-	// gen counts deletions, so that a Lookup that read a key from pebble before it was deleted does not put it
-	// back into the cache after the delete.
+	// gen counts writes (deletions and updates), so that a Lookup that read a key from pebble before it was
+	// deleted or changed does not put the old record back into the cache after the write.
 	gen uint64
 }
 
@@ -50,6 +50,7 @@ func (a *APIKeyStore) Lookup(secret string) (*APIKey, error) {
 func (a *APIKeyStore) remember(h apiKeyHash, k *APIKey) {
 	a.mu.Lock()
 	a.cache[h] = k
+	a.gen++
 	a.mu.Unlock()
 }
 
@@ -116,8 +117,10 @@ func (a *APIKeyStore) stage(b *pebble.Batch, secret string, want *APIKey) (*APIK
 	default:
 		return nil, err
 	}
-	if err := b.Set(key(tableAPIKeyID, k.WorkspaceID, k.ID), []byte(h.hex()), nil); err != nil {
-		return nil, err
+	if old == nil || old.WorkspaceID != k.WorkspaceID { // an unchanged index is not written again
+		if err := b.Set(key(tableAPIKeyID, k.WorkspaceID, k.ID), []byte(h.hex()), nil); err != nil {
+			return nil, err
+		}
 	}
 	if _, err := upsert(a.s, b, hk, k); err != nil {
 		return nil, err

@@ -167,8 +167,9 @@ func (k *keyring) hashAPIKey(secret string) apiKeyHash {
 	h.mac.Reset()
 	h.buf = append(h.buf[:0], secret...)
 	h.mac.Write(h.buf)
+	h.buf = h.mac.Sum(h.buf[:0]) // into the pooled buffer: summing into out would move out to the heap
 	var out apiKeyHash
-	h.mac.Sum(out[:0])
+	copy(out[:], h.buf)
 	k.hashPool.Put(h)
 	return out
 }

@@ -40,17 +40,23 @@ func (p *ProviderStore) List(workspaceID string) ([]*Provider, error) {
 	if !ValidID(workspaceID) {
 		return nil, nil
 	}
-	recs, err := listJSON[providerRecord](p.s, prefix(tableProvider, workspaceID))
-	if err != nil {
-		return nil, err
-	}
-	out := make([]*Provider, 0, len(recs))
-	for _, rec := range recs {
-		pr, err := p.open(key(tableProvider, rec.WorkspaceID, rec.Slug), rec)
+	out := []*Provider{} // never nil, as before
+	// Open each record's secrets with the key it was found under (as Get does), not the key its own fields name:
+	// the seal is bound to the record's key, and a record copied under another key must not open.
+	err := p.s.scan(prefix(tableProvider, workspaceID), func(k, raw []byte) error {
+		rec := new(providerRecord)
+		if err := json.Unmarshal(raw, rec); err != nil {
+			return fmt.Errorf("storage: decode %s: %w", k, err)
+		}
+		pr, err := p.open(k, rec)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		out = append(out, pr)
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	return out, nil
 }

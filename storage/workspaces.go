@@ -85,8 +85,10 @@ func (w *WorkspaceStore) stage(b *pebble.Batch, ws *Workspace) (bool, error) {
 	} else if err != nil && !errors.Is(err, ErrNotFound) {
 		return false, err
 	}
-	if err := b.Set(key(tableWSSlug, ws.Slug), []byte(ws.ID), nil); err != nil {
-		return false, err
+	if string(holder) != ws.ID { // an unchanged index is not written again, so a no-op Put syncs nothing
+		if err := b.Set(key(tableWSSlug, ws.Slug), []byte(ws.ID), nil); err != nil {
+			return false, err
+		}
 	}
 	return upsert(w.s, b, key(tableWorkspace, ws.ID), ws)
 }

@@ -1,0 +1,6 @@
+//go:build !race
+
+package storage
+
+// raceEnabled tells tests that count allocations that the race detector is on (sync.Pool drops items under it).
+const raceEnabled = false
