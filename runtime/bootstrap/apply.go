@@ -60,26 +60,46 @@ func Apply(st *storage.Store, f *File) (Result, error) {
 	// Resolve every reference before the first write.
 	refs := map[string]*storage.Workspace{}
 	resolve := func(path, ref string) { refs[path] = ws(path, ref) }
+	// Two entries that name one workspace two ways (slug and ID, or "default" implied and by ID) can name the
+	// same record twice, which Parse cannot see: the later would overwrite the earlier on every run.
+	seen := map[string]string{}
+	dup := func(path, field, what, id string) {
+		w := refs[path]
+		if w == nil || id == "" { // a missing id is reported by Parse already
+			return
+		}
+		k := what + "\x00" + w.ID + "\x00" + id
+		if first, ok := seen[k]; ok {
+			p.add(path+"."+field, "duplicate %s in workspace %s: %s already defines it", what, w.Slug, first)
+			return
+		}
+		seen[k] = path + "." + field
+	}
 	for _, x := range f.APIKeys {
 		resolve(x.Path, x.Workspace)
 	}
 	for _, x := range f.Providers {
 		resolve(x.Path, x.Workspace)
+		dup(x.Path, "slug", "provider slug", x.Slug)
 	}
 	for _, x := range f.Configs {
 		resolve(x.Path, x.Workspace)
+		dup(x.Path, "id", "config id", x.ID)
 	}
 	for _, x := range f.Prompts {
 		resolve(x.Path, x.Workspace)
+		dup(x.Path, "id", "prompt id", x.ID)
 	}
 	for _, x := range f.RateLimitPolicies {
 		resolve(x.Path, x.Workspace)
 	}
 	for _, x := range f.Guardrails {
 		resolve(x.Path, x.Workspace)
+		dup(x.Path, "id", "guardrail id", x.ID)
 	}
 	for _, x := range f.Plugins {
 		resolve(x.Path, x.Workspace)
+		dup(x.Path, "id", "plugin id", x.ID)
 	}
 	if len(p.list) > 0 {
 		return res, &ValidationError{Problems: p.list}

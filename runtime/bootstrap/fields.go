@@ -120,8 +120,12 @@ func (o *object) number(name string, required bool) (float64, bool) {
 		return 0, false
 	}
 	var f float64
-	if kind(raw) != "number" || json.Unmarshal(raw, &f) != nil {
+	if kind(raw) != "number" {
 		o.p.add(o.at(name), "must be a number, not %s", kind(raw))
+		return 0, false
+	}
+	if json.Unmarshal(raw, &f) != nil {
+		o.p.add(o.at(name), "%s is out of range", raw)
 		return 0, false
 	}
 	return f, true

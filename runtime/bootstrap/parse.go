@@ -5,11 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"net/url"
 	"os"
 	"path/filepath"
 	"regexp"
+	"sort"
 	"strings"
 
 	"github.com/google/uuid"
@@ -134,13 +136,25 @@ func Parse(data []byte, baseDir string) (*File, error) {
 	if err := dec.Decode(&top); err != nil {
 		return nil, &ValidationError{Problems: []Problem{{Path: "(file)", Message: "not a JSON object: " + err.Error()}}}
 	}
+	if _, err := dec.Token(); err != io.EOF { // Decode reads one value: anything after it would be ignored
+		return nil, &ValidationError{Problems: []Problem{{Path: "(file)", Message: "unexpected data after the JSON object"}}}
+	}
 	if top == nil {
 		return nil, &ValidationError{Problems: []Problem{{Path: "(file)", Message: "must be a JSON object, not null"}}}
 	}
+	var unknown []string
 	for name := range top {
 		if !contains(sections, name) {
-			p.add(name, "unknown section (known: %s)", strings.Join(sections, ", "))
+			unknown = append(unknown, name)
 		}
+	}
+	sort.Strings(unknown)
+	for _, name := range unknown {
+		path := name
+		if path == "" {
+			path = `""`
+		}
+		p.add(path, "unknown section (known: %s)", strings.Join(sections, ", "))
 	}
 	each := func(section string, fn func(o *object)) {
 		raw, ok := top[section]
@@ -293,7 +307,7 @@ func parseProvider(o *object) Provider {
 	if items, ok := pr.Fields["deployments"]; ok {
 		parseDeployments(o.p, o.at("deployments"), items)
 	}
-	if _, ok := pr.Fields["api_key"]; !ok && pr.Provider != "" && !keylessProviders[pr.Provider] {
+	if _, given := o.fields["api_key"]; !given && pr.Provider != "" && !keylessProviders[pr.Provider] {
 		found := false
 		for _, f := range credentialFields {
 			_, has := pr.Fields[f]
@@ -555,6 +569,10 @@ func readWasm(p *problems, path, file, baseDir string) (string, []byte) {
 		}
 		if err != nil {
 			p.add(path, "%v", err)
+			return c, nil
+		}
+		if !info.Mode().IsRegular() {
+			p.add(path, "%s is not a regular file", c)
 			return c, nil
 		}
 		if info.Size() > MaxPluginSize {
