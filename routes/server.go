@@ -7,6 +7,8 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 
+	"github.com/llmgw/gateway/runtime"
+	"github.com/llmgw/gateway/runtime/providers"
 	"github.com/llmgw/gateway/storage"
 )
 
@@ -29,15 +31,16 @@ type Options struct {
 
 // Server is the gateway's HTTP front: the fiber app with its middleware and routes.
 type Server struct {
-	app   *fiber.App
-	store *storage.Store
+	app    *fiber.App
+	store  *storage.Store
+	engine *runtime.Engine
 	log   *slog.Logger
 
 	accessLogs bool
 }
 
-// New builds the server over store. Call Serve to accept connections and Shutdown to stop.
-func New(store *storage.Store, opts Options) *Server {
+// New builds the server over the store and the engine. Call Serve to accept connections and Shutdown to stop.
+func New(store *storage.Store, engine *runtime.Engine, opts Options) *Server {
 	if opts.BodyLimit <= 0 {
 		opts.BodyLimit = DefaultBodyLimit
 	}
@@ -50,7 +53,7 @@ func New(store *storage.Store, opts Options) *Server {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
-	s := &Server{store: store, log: opts.Logger, accessLogs: opts.AccessLog}
+	s := &Server{store: store, engine: engine, log: opts.Logger, accessLogs: opts.AccessLog}
 	s.app = fiber.New(fiber.Config{
 		AppName:               "gateway",
 		BodyLimit:             opts.BodyLimit,
@@ -75,6 +78,10 @@ func (s *Server) routes() {
 	v1.Post("/api-keys", s.createAPIKey)
 	v1.Get("/api-keys/:id", s.getAPIKey)
 	v1.Delete("/api-keys/:id", s.deleteAPIKey)
+
+	v1.Post("/chat/completions", s.inference(providers.ChatCompletions))
+	v1.Post("/completions", s.inference(providers.Completions))
+	v1.Post("/embeddings", s.inference(providers.Embeddings))
 }
 
 // Handler returns the fiber app, for tests that drive it with app.Test.

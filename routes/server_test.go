@@ -13,6 +13,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/llmgw/gateway/runtime"
 	"github.com/llmgw/gateway/storage"
 )
 
@@ -56,7 +57,7 @@ func newFixture(t testing.TB, opts Options) *fixture {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	f.srv = New(st, opts)
+	f.srv = New(st, runtime.New(st, runtime.Options{Logger: opts.Logger}), opts)
 	return f
 }
 

@@ -15,7 +15,9 @@ import (
 	"syscall"
 
 	"github.com/llmgw/gateway/routes"
+	"github.com/llmgw/gateway/runtime"
 	"github.com/llmgw/gateway/runtime/bootstrap"
+	_ "github.com/llmgw/gateway/runtime/providers/openai" // the adapters this binary ships
 	"github.com/llmgw/gateway/storage"
 )
 
@@ -64,7 +66,8 @@ func run(ctx context.Context, stopSignals func(), args []string, getenv func(str
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", cfg.listen, err)
 	}
-	server := routes.New(store, routes.Options{BodyLimit: cfg.bodyLimit, Logger: log,
+	engine := runtime.New(store, runtime.Options{HostPolicy: &cfg.hosts, Logger: log})
+	server := routes.New(store, engine, routes.Options{BodyLimit: cfg.bodyLimit, Logger: log,
 		AccessLog: cfg.logLevel <= slog.LevelDebug})
 	if !initialized {
 		secret, err := store.Initialize()

@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/llmgw/gateway/runtime/netguard"
 )
 
 // settings are the gateway's start-up settings: each flag's default comes from its environment variable, then
@@ -21,6 +23,7 @@ type settings struct {
 	grace     time.Duration
 	logLevel  slog.Level
 	logJSON   bool
+	hosts     netguard.Policy
 }
 
 const usageHeader = `gateway: an OpenAI-compatible model gateway.
@@ -52,6 +55,8 @@ func parseSettings(args []string, getenv func(string) string, stderr io.Writer) 
 	grace := fs.String("shutdown-grace", env("GATEWAY_SHUTDOWN_GRACE", "30s"), "how long requests in flight may finish after SIGINT or SIGTERM [GATEWAY_SHUTDOWN_GRACE]")
 	logLevel := fs.String("log-level", env("GATEWAY_LOG_LEVEL", "info"), "debug, info, warn or error [GATEWAY_LOG_LEVEL]")
 	logFormat := fs.String("log-format", env("GATEWAY_LOG_FORMAT", "text"), "text or json [GATEWAY_LOG_FORMAT]")
+	allowPrivate := fs.String("allow-private-hosts", env("GATEWAY_ALLOW_PRIVATE_HOSTS", "false"), "let custom hosts be private addresses (10/8, 172.16/12, 192.168/16, fc00::/7) [GATEWAY_ALLOW_PRIVATE_HOSTS]")
+	allowHosts := fs.String("allow-hosts", env("GATEWAY_ALLOW_HOSTS", ""), "custom hosts allowed although private: CIDRs, addresses or host names, comma-separated [GATEWAY_ALLOW_HOSTS]")
 	fs.Usage = func() {
 		fmt.Fprint(stderr, usageHeader)
 		fs.PrintDefaults()
@@ -80,6 +85,12 @@ func parseSettings(args []string, getenv func(string) string, stderr io.Writer) 
 	}
 	if err := s.logLevel.UnmarshalText([]byte(*logLevel)); err != nil {
 		errs = append(errs, fmt.Errorf("--log-level (GATEWAY_LOG_LEVEL): %q is not debug, info, warn or error", *logLevel))
+	}
+	if s.hosts.AllowPrivate, err = strconv.ParseBool(*allowPrivate); err != nil {
+		errs = append(errs, fmt.Errorf("--allow-private-hosts (GATEWAY_ALLOW_PRIVATE_HOSTS): %q is not true or false", *allowPrivate))
+	}
+	if s.hosts.Allow, s.hosts.AllowHosts, err = netguard.ParseAllowList(*allowHosts); err != nil {
+		errs = append(errs, fmt.Errorf("--allow-hosts (GATEWAY_ALLOW_HOSTS): %w", err))
 	}
 	switch *logFormat {
 	case "text":

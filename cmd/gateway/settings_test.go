@@ -2,6 +2,7 @@ package main
 
 import (
 	"io"
+	"reflect"
 	"log/slog"
 	"strings"
 	"testing"
@@ -57,7 +58,7 @@ func TestParseSettings(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got != tc.want {
+			if !reflect.DeepEqual(got, tc.want) {
 				t.Fatalf("got %+v\nwant %+v", got, tc.want)
 			}
 		})

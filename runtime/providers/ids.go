@@ -2,26 +2,31 @@ package providers
 
 import "sort"
 
-// identifiers are the provider identifiers the gateway knows, the ecosystem's names.
-var identifiers = map[string]bool{
-	"openai":        true,
-	"anthropic":     true,
-	"azure-openai":  true,
-	"bedrock":       true,
-	"vertex-ai":     true,
-	"google":        true,
-	"groq":          true,
-	"mistral-ai":    true,
-	"together-ai":   true,
-	"deepseek":      true,
-	"fireworks-ai":  true,
-	"openrouter":    true,
-	"perplexity-ai": true,
-	"ollama":        true,
-	"vllm":          true,
-	"lm-studio":     true,
-	"x-ai":          true,
+// identifiers are the provider identifiers the gateway knows, the ecosystem's names, with their default base
+// URL (before the endpoint paths the provider documents). Providers whose URL depends on the request (Azure,
+// Bedrock, Vertex) have none here: their adapters build it.
+var identifiers = map[string]string{
+	"openai":        "https://api.openai.com/v1",
+	"anthropic":     "https://api.anthropic.com/v1",
+	"azure-openai":  "",
+	"bedrock":       "",
+	"vertex-ai":     "",
+	"google":        "https://generativelanguage.googleapis.com",
+	"groq":          "https://api.groq.com/openai/v1",
+	"mistral-ai":    "https://api.mistral.ai/v1",
+	"together-ai":   "https://api.together.xyz/v1",
+	"deepseek":      "https://api.deepseek.com/v1",
+	"fireworks-ai":  "https://api.fireworks.ai/inference/v1",
+	"openrouter":    "https://openrouter.ai/api/v1",
+	"perplexity-ai": "https://api.perplexity.ai",
+	"ollama":        "http://localhost:11434/v1",
+	"vllm":          "http://localhost:8000/v1",
+	"lm-studio":     "http://localhost:1234/v1",
+	"x-ai":          "https://api.x.ai/v1",
 }
+
+// DefaultBaseURL returns a canonical identifier's default base URL, or "" when its adapter builds one.
+func DefaultBaseURL(id string) string { return identifiers[id] }
 
 // aliases map SPEC.md's family names to identifiers.
 var aliases = map[string]string{
@@ -33,7 +38,7 @@ var aliases = map[string]string{
 
 // Canonical returns the identifier that name stands for (an identifier or an alias) and whether it is known.
 func Canonical(name string) (string, bool) {
-	if identifiers[name] {
+	if _, ok := identifiers[name]; ok {
 		return name, true
 	}
 	id, ok := aliases[name]

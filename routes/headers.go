@@ -1,0 +1,139 @@
+package routes
+
+import (
+	"encoding/json"
+	"errors"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+
+	"github.com/llmgw/gateway/runtime"
+	"github.com/llmgw/gateway/runtime/gwerr"
+)
+
+// Gateway request headers of inference requests (SPEC.md "Authentication").
+const (
+	HeaderProvider       = "x-gateway-provider"
+	HeaderVirtualKey     = "x-gateway-virtual-key"
+	HeaderConfig         = "x-gateway-config"
+	HeaderCustomHost     = "x-gateway-custom-host"
+	HeaderMetadata       = "x-gateway-metadata"
+	HeaderRequestTimeout = "x-gateway-request-timeout"
+	HeaderForward        = "x-gateway-forward-headers"
+	HeaderCacheRefresh   = "x-gateway-cache-force-refresh"
+	HeaderCacheNamespace = "x-gateway-cache-namespace"
+)
+
+// Response headers of inference answers (DESIGN.md's contract).
+const (
+	HeaderAnswerProvider = "x-gateway-provider"
+	HeaderRetryCount     = "x-gateway-retry-attempt-count"
+	HeaderOptionIndex    = "x-gateway-last-used-option-index"
+	HeaderCacheStatus    = "x-gateway-cache-status"
+)
+
+// maxMetadataPairs bounds x-gateway-metadata.
+const maxMetadataPairs = 64
+
+// readGatewayHeaders parses the gateway headers of an inference request into req. Every value is copied:
+// fiber reuses the request's buffers.
+func readGatewayHeaders(c *fiber.Ctx, req *runtime.Request) error {
+	req.Provider = strings.TrimSpace(c.Get(HeaderProvider))
+	req.VirtualKey = strings.TrimSpace(c.Get(HeaderVirtualKey))
+	req.Config = c.Get(HeaderConfig)
+	req.CustomHost = strings.TrimSpace(c.Get(HeaderCustomHost))
+	if auth := c.Get(fiber.HeaderAuthorization); auth != "" {
+		token, ok := strings.CutPrefix(auth, "Bearer ")
+		if !ok {
+			token, ok = strings.CutPrefix(auth, "bearer ")
+		}
+		if !ok {
+			return gwerr.BadRequest("authorization", "Authorization must be \"Bearer <provider token>\"")
+		}
+		req.Authorization = strings.Clone(strings.TrimSpace(token))
+	}
+	req.Provider = strings.Clone(req.Provider)
+	req.VirtualKey = strings.Clone(req.VirtualKey)
+	req.Config = strings.Clone(req.Config)
+	req.CustomHost = strings.Clone(req.CustomHost)
+
+	if raw := c.Get(HeaderMetadata); raw != "" {
+		var md map[string]any
+		if err := json.Unmarshal([]byte(raw), &md); err != nil || md == nil {
+			return gwerr.BadRequest(HeaderMetadata, "x-gateway-metadata must be a JSON object of string values")
+		}
+		if len(md) > maxMetadataPairs {
+			return gwerr.BadRequest(HeaderMetadata, "x-gateway-metadata has %d keys; at most %d are allowed", len(md), maxMetadataPairs)
+		}
+		req.Metadata = make(map[string]string, len(md))
+		for k, v := range md {
+			s, ok := v.(string)
+			if !ok {
+				return gwerr.BadRequest(HeaderMetadata, "x-gateway-metadata value of %q must be a string", k)
+			}
+			req.Metadata[k] = s
+		}
+	}
+	if raw := c.Get(HeaderRequestTimeout); raw != "" {
+		ms, err := strconv.Atoi(strings.TrimSpace(raw))
+		if err != nil || ms <= 0 {
+			return gwerr.BadRequest(HeaderRequestTimeout, "x-gateway-request-timeout must be a whole number of milliseconds above 0, not %q", raw)
+		}
+		req.Timeout = time.Duration(ms) * time.Millisecond
+	}
+	if raw := strings.TrimSpace(c.Get(HeaderForward)); raw != "" {
+		names, err := parseHeaderList(raw)
+		if err != nil {
+			return gwerr.BadRequest(HeaderForward, "%v", err)
+		}
+		req.ForwardNames = names
+	}
+	if raw := c.Get(HeaderCacheRefresh); raw != "" {
+		refresh, err := strconv.ParseBool(raw)
+		if err != nil {
+			return gwerr.BadRequest(HeaderCacheRefresh, "x-gateway-cache-force-refresh must be true or false")
+		}
+		req.CacheRefresh = refresh
+	}
+	req.CacheNS = strings.Clone(c.Get(HeaderCacheNamespace))
+	return nil
+}
+
+// parseHeaderList reads header names separated by commas, or a JSON array of strings.
+func parseHeaderList(raw string) ([]string, error) {
+	var names []string
+	if strings.HasPrefix(raw, "[") {
+		if err := json.Unmarshal([]byte(raw), &names); err != nil {
+			return nil, errBadHeaderList
+		}
+	} else {
+		for _, n := range strings.Split(raw, ",") {
+			names = append(names, strings.TrimSpace(n))
+		}
+	}
+	out := names[:0]
+	for _, n := range names {
+		if n == "" {
+			continue
+		}
+		if !validHeaderName(n) {
+			return nil, errBadHeaderList
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}
+
+var errBadHeaderList = errors.New("x-gateway-forward-headers must list header names separated by commas (or a JSON array of names)")
+
+func validHeaderName(s string) bool {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0) {
+			return false
+		}
+	}
+	return s != ""
+}

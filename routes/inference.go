@@ -1,0 +1,135 @@
+package routes
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/gofiber/fiber/v2"
+
+	"github.com/llmgw/gateway/runtime"
+	"github.com/llmgw/gateway/runtime/gwerr"
+	"github.com/llmgw/gateway/runtime/providers"
+)
+
+// requestHead is what the gateway reads of an inference body itself; the rest goes upstream as it is.
+type requestHead struct {
+	Stream *bool `json:"stream"`
+}
+
+// inference serves POST /v1/chat/completions, /v1/completions and /v1/embeddings through the engine.
+func (s *Server) inference(ep providers.Endpoint) fiber.Handler {
+	return func(c *fiber.Ctx) error {
+		if err := requireJSON(c); err != nil {
+			return err
+		}
+		body := c.Body()
+		trimmed := bytes.TrimSpace(body)
+		if len(trimmed) == 0 {
+			return &gwerr.Error{Status: fiber.StatusBadRequest, Code: gwerr.CodeInvalidJSON, Message: "request body is empty: send a JSON object"}
+		}
+		var head requestHead
+		if trimmed[0] != '{' {
+			return &gwerr.Error{Status: fiber.StatusBadRequest, Code: gwerr.CodeInvalidJSON, Message: "request body must be a JSON object"}
+		}
+		if err := json.Unmarshal(body, &head); err != nil {
+			return jsonError(body, err)
+		}
+		stream := head.Stream != nil && *head.Stream
+		if stream && ep == providers.Embeddings {
+			return gwerr.BadRequest("stream", "embeddings cannot be streamed")
+		}
+		req := &runtime.Request{Endpoint: ep, URLPath: strings.Clone(c.Path()), Body: bytes.Clone(body), Stream: stream,
+			Key: callerKey(c), TraceID: ensureTraceID(c)}
+		req.Header = func(name string) string { return c.Get(name) }
+		if err := readGatewayHeaders(c, req); err != nil {
+			return err
+		}
+		ctx, cancel := context.WithCancel(c.UserContext())
+		resp, err := s.engine.Do(ctx, req)
+		req.Header = nil // c.Get must not be called once the handler has returned
+		if err != nil {
+			cancel()
+			return err
+		}
+		c.Set(HeaderAnswerProvider, resp.Provider)
+		c.Set(HeaderRetryCount, strconv.Itoa(resp.Retries))
+		c.Set(HeaderOptionIndex, resp.OptionPath)
+		c.Set(HeaderCacheStatus, resp.CacheStatus)
+		for name, values := range resp.Header {
+			for _, v := range values {
+				c.Response().Header.Add(name, v)
+			}
+		}
+		c.Status(resp.Status)
+		if resp.Stream == nil {
+			cancel()
+			if len(resp.Header.Values("Content-Type")) == 0 {
+				c.Set(fiber.HeaderContentType, fiber.MIMEApplicationJSON)
+			}
+			return c.Send(resp.Body)
+		}
+		c.Set(fiber.HeaderContentType, "text/event-stream")
+		c.Set(fiber.HeaderCacheControl, "no-cache")
+		c.Set("X-Accel-Buffering", "no")
+		upstream, log, trace := resp.Stream, s.log, req.TraceID
+		c.Context().SetBodyStreamWriter(func(w *bufio.Writer) {
+			defer cancel()
+			defer upstream.Close()
+			if err := copySSE(w, upstream); err != nil {
+				log.Warn("stream ended early", "trace_id", trace, "err", err)
+			}
+		})
+		return nil
+	}
+}
+
+var sseReaders = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, 32<<10) }}
+
+// errCallerGone reports that the caller closed the connection mid-stream.
+var errCallerGone = errors.New("caller went away")
+
+// copySSE copies an upstream event stream to the caller event by event, flushing after each event so that
+// nothing waits in a buffer. When the upstream breaks mid-way the caller gets a final error event and no
+// [DONE]; when the caller goes away the copy stops (and the caller of copySSE closes the upstream).
+func copySSE(w *bufio.Writer, upstream io.Reader) error {
+	br := sseReaders.Get().(*bufio.Reader)
+	br.Reset(upstream)
+	defer func() { br.Reset(nil); sseReaders.Put(br) }()
+	for {
+		line, err := br.ReadSlice('\n')
+		if len(line) > 0 {
+			if _, werr := w.Write(line); werr != nil {
+				return errCallerGone
+			}
+			if len(bytes.TrimRight(line, "\r\n")) == 0 { // a blank line ends an event
+				if w.Flush() != nil {
+					return errCallerGone
+				}
+			}
+		}
+		switch {
+		case err == nil, errors.Is(err, bufio.ErrBufferFull):
+			continue
+		case errors.Is(err, io.EOF):
+			if w.Flush() != nil {
+				return errCallerGone
+			}
+			return nil
+		default:
+			event, _ := json.Marshal(errorBody{Error: errorDetail{Message: "the provider's stream broke off: " + err.Error(),
+				Type: "server_error", Code: gwerr.CodeUpstream}})
+			w.WriteString("\n\ndata: ")
+			w.Write(event)
+			w.WriteString("\n\n")
+			w.Flush()
+			return err
+		}
+	}
+}

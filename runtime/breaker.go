@@ -1,0 +1,107 @@
+package runtime
+
+import (
+	"sync"
+	"time"
+
+	"github.com/llmgw/gateway/runtime/config"
+)
+
+// breakers holds one circuit breaker per target (its provider, host and credentials), across requests.
+type breakers struct {
+	m sync.Map // string → *breaker
+}
+
+func (b *breakers) get(key string) *breaker {
+	if v, ok := b.m.Load(key); ok {
+		return v.(*breaker)
+	}
+	v, _ := b.m.LoadOrStore(key, &breaker{})
+	return v.(*breaker)
+}
+
+type breakerState uint8
+
+const (
+	closed breakerState = iota
+	open
+	halfOpen
+)
+
+// breaker counts a target's failures within the cooldown window. At the threshold it opens: the target is
+// skipped until the cooldown has passed; then one probe request is let through, and its outcome closes the
+// breaker or opens it again (DESIGN.md).
+type breaker struct {
+	mu          sync.Mutex
+	state       breakerState
+	failures    int
+	windowStart time.Time
+	openedAt    time.Time
+	probing     bool
+}
+
+// allow tells whether a request may go to the target now.
+func (b *breaker) allow(now time.Time, cfg *config.CircuitBreaker) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	cooldown := time.Duration(cfg.CooldownInterval) * time.Millisecond
+	switch b.state {
+	case open:
+		if now.Sub(b.openedAt) < cooldown {
+			return false
+		}
+		b.state, b.probing = halfOpen, true
+		return true
+	case halfOpen:
+		if b.probing {
+			return false
+		}
+		b.probing = true
+		return true
+	}
+	return true
+}
+
+// record notes the outcome of a request the breaker allowed.
+func (b *breaker) record(now time.Time, cfg *config.CircuitBreaker, failed bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	cooldown := time.Duration(cfg.CooldownInterval) * time.Millisecond
+	switch b.state {
+	case halfOpen:
+		b.probing = false
+		if failed {
+			b.state, b.openedAt = open, now
+			return
+		}
+		b.state, b.failures = closed, 0
+	case closed:
+		if !failed {
+			return
+		}
+		if b.failures == 0 || now.Sub(b.windowStart) > cooldown {
+			b.windowStart, b.failures = now, 0
+		}
+		b.failures++
+		if b.failures >= cfg.FailureThreshold {
+			b.state, b.openedAt = open, now
+		}
+	}
+}
+
+// isFailure applies cb_config.failure_status_codes, by default statuses above 500 and transport errors
+// (status 0 here).
+func isBreakerFailure(cfg *config.CircuitBreaker, status int) bool {
+	if status == 0 {
+		return true
+	}
+	if cfg.FailureStatusCodes == nil {
+		return status > 500
+	}
+	for _, c := range cfg.FailureStatusCodes {
+		if c == status {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,154 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/llmgw/gateway/runtime/config"
+	"github.com/llmgw/gateway/runtime/gwerr"
+	"github.com/llmgw/gateway/runtime/netguard"
+	"github.com/llmgw/gateway/storage"
+)
+
+// Options configure the engine. The zero value is usable but for Store.
+type Options struct {
+	// HostPolicy decides which custom hosts may be called. Default: loopback allowed, private ranges refused.
+	HostPolicy *netguard.Policy
+	// Resolver resolves custom host names for the policy check. Default net.DefaultResolver.
+	Resolver netguard.Resolver
+	// Transport replaces the pooled upstream transport (tests). Default: a transport whose dialer enforces
+	// HostPolicy on every connection.
+	Transport http.RoundTripper
+	// AttemptTimeout bounds one upstream attempt when neither the config nor the request sets request_timeout.
+	// Default 10 minutes: long generations are normal, hanging forever is not.
+	AttemptTimeout time.Duration
+	// ConfigCacheSize bounds the compiled configs kept by hash. Default 1024.
+	ConfigCacheSize int
+	// Logger receives the engine's warnings. Default slog.Default().
+	Logger *slog.Logger
+}
+
+// Engine executes inference requests: it picks the config, walks its strategy tree, calls providers with
+// retries, timeouts and circuit breakers, and returns the answer to send. It is safe for concurrent use.
+type Engine struct {
+	store    *storage.Store
+	client   *http.Client
+	configs  *config.PlanCache
+	breakers breakers
+	guard    *netguard.Policy
+	resolver netguard.Resolver
+	log      *slog.Logger
+
+	attemptTimeout time.Duration
+	now            func() time.Time
+	sleep          func(ctx context.Context, d time.Duration) error
+	jitter         func(n int64) int64 // uniform in [0, n)
+}
+
+// New builds an engine over the store.
+func New(store *storage.Store, opts Options) *Engine {
+	if opts.HostPolicy == nil {
+		opts.HostPolicy = &netguard.Policy{}
+	}
+	if opts.Resolver == nil {
+		opts.Resolver = net.DefaultResolver
+	}
+	if opts.AttemptTimeout <= 0 {
+		opts.AttemptTimeout = 10 * time.Minute
+	}
+	if opts.ConfigCacheSize <= 0 {
+		opts.ConfigCacheSize = 1024
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	if opts.Transport == nil {
+		dialer := &net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}
+		opts.Transport = &http.Transport{
+			Proxy:                 nil, // a proxy would hide the address the policy must check
+			DialContext:           opts.HostPolicy.DialContext(dialer, opts.Resolver),
+			ForceAttemptHTTP2:     true,
+			MaxIdleConns:          1024,
+			MaxIdleConnsPerHost:   256,
+			IdleConnTimeout:       90 * time.Second,
+			TLSHandshakeTimeout:   10 * time.Second,
+			ExpectContinueTimeout: time.Second,
+		}
+	}
+	return &Engine{
+		store:          store,
+		client:         &http.Client{Transport: opts.Transport, CheckRedirect: noRedirects},
+		configs:        config.NewPlanCache(opts.ConfigCacheSize),
+		guard:          opts.HostPolicy,
+		resolver:       opts.Resolver,
+		log:            opts.Logger,
+		attemptTimeout: opts.AttemptTimeout,
+		now:            time.Now,
+		sleep:          sleepCtx,
+		jitter:         rand.Int64N,
+	}
+}
+
+// noRedirects keeps an upstream from sending the gateway (and the caller's credentials) elsewhere.
+func noRedirects(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Do executes the request and returns the answer to send, or a *gwerr.Error for requests that cannot be
+// routed at all (a bad config, no provider). Upstream failures come back as a Response with the provider's
+// status and body.
+func (e *Engine) Do(ctx context.Context, req *Request) (*Response, error) {
+	plan, err := e.plan(req)
+	if err != nil {
+		return nil, err
+	}
+	st := &state{req: req}
+	out := e.exec(ctx, st, plan.Root)
+	return out.response()
+}
+
+// plan returns the compiled config of the request: the x-gateway-config header (inline or a saved ID), or a
+// single target made of the request's headers.
+func (e *Engine) plan(req *Request) (*config.Plan, error) {
+	raw := strings.TrimSpace(req.Config)
+	if raw == "" {
+		return headerPlan, nil
+	}
+	if strings.HasPrefix(raw, "{") {
+		return e.configs.Load([]byte(raw))
+	}
+	saved, err := e.store.Configs.Get(req.Key.WorkspaceID, raw)
+	if errors.Is(err, storage.ErrNotFound) {
+		return nil, &gwerr.Error{Status: http.StatusNotFound, Code: gwerr.CodeNotFound, Param: "x-gateway-config",
+			Message: "config " + quote(raw) + " not found in this workspace (x-gateway-config takes a saved config ID or a JSON object)"}
+	}
+	if err != nil {
+		return nil, gwerr.Internal(err)
+	}
+	return e.configs.Load(saved.Config)
+}
+
+// headerPlan is the plan of a request without a config: one target whose provider comes from the headers.
+var headerPlan = &config.Plan{Root: &config.Node{Path: "config", Mode: config.ModeSingle}}
+
+func quote(s string) string {
+	if len(s) > 64 {
+		s = s[:64] + "…"
+	}
+	return `"` + s + `"`
+}

@@ -1,0 +1,186 @@
+package runtime
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+
+	"github.com/llmgw/gateway/runtime/condition"
+	"github.com/llmgw/gateway/runtime/config"
+	"github.com/llmgw/gateway/runtime/gwerr"
+)
+
+// state is what one request's walk through its plan shares.
+type state struct {
+	req *Request
+	env *condition.Env // built on the first conditional strategy
+}
+
+func (st *state) conditionEnv() *condition.Env {
+	if st.env == nil {
+		env := &condition.Env{Metadata: st.req.Metadata, URLPath: st.req.URLPath}
+		_ = json.Unmarshal(st.req.Body, &env.Params) // the body was checked to be a JSON object
+		st.env = env
+	}
+	return st.env
+}
+
+// outcome is what a target (or a strategy) answered.
+type outcome struct {
+	status  int
+	header  http.Header
+	body    []byte
+	stream  *attemptStream // a 2xx streamed answer, still open
+	err     *gwerr.Error   // the gateway's own answer (timeout, transport failure, bad target), when set
+	open    bool           // the target's circuit breaker is open: it was not called
+	path    string
+	prov    string
+	retries int
+}
+
+func (o *outcome) ok() bool { return o.err == nil && !o.open && o.status >= 200 && o.status < 300 }
+
+// response turns the final outcome into the answer to send.
+func (o *outcome) response() (*Response, error) {
+	if o.open {
+		return nil, &gwerr.Error{Status: http.StatusServiceUnavailable, Code: "circuit_open",
+			Message: "every target is unavailable: their circuit breakers are open after repeated failures; try again after the cooldown"}
+	}
+	if o.err != nil {
+		return nil, o.err
+	}
+	r := &Response{Status: o.status, Header: o.header, Body: o.body, Provider: o.prov, Retries: o.retries,
+		OptionPath: o.path, CacheStatus: "DISABLED"}
+	if o.stream != nil {
+		r.Stream = o.stream
+	}
+	return r, nil
+}
+
+// discard releases an outcome that will not be sent.
+func (o *outcome) discard() {
+	if o.stream != nil {
+		o.stream.Close()
+	}
+}
+
+// exec runs a node: a strategy over its children, or a leaf target.
+func (e *Engine) exec(ctx context.Context, st *state, n *config.Node) *outcome {
+	if len(n.Children) == 0 {
+		return e.execLeaf(ctx, st, n)
+	}
+	switch n.Mode {
+	case config.ModeFallback:
+		return e.execFallback(ctx, st, n)
+	case config.ModeLoadbalance:
+		return e.execLoadbalance(ctx, st, n)
+	case config.ModeConditional:
+		next := n.DefaultNext
+		env := st.conditionEnv()
+		for _, c := range n.Conditions {
+			if c.Match.Match(env) {
+				next = c.Next
+				break
+			}
+		}
+		return e.exec(ctx, st, n.Children[next])
+	default: // single: the first target
+		return e.exec(ctx, st, n.Children[0])
+	}
+}
+
+// execFallback tries the children in order until one answers with a status that does not trigger fallback.
+// The caller gets the last answer when all fail; 503 circuit_open when every target was skipped as open.
+func (e *Engine) execFallback(ctx context.Context, st *state, n *config.Node) *outcome {
+	var lastCalled *outcome // the last answer of a target that was really called
+	for _, child := range n.Children {
+		out := e.exec(ctx, st, child)
+		if ctx.Err() != nil || !fallsBack(n, child, out) {
+			if lastCalled != nil {
+				lastCalled.discard()
+			}
+			return out
+		}
+		if !out.open {
+			if lastCalled != nil {
+				lastCalled.discard()
+			}
+			lastCalled = out
+		}
+	}
+	if lastCalled == nil {
+		return &outcome{open: true}
+	}
+	return lastCalled
+}
+
+// fallsBack decides whether the answer of child moves the fallback on: a skipped (open) target always does; a
+// target's own on_status_codes, else the strategy's, name the statuses that do; without either, any status
+// outside 2xx does (246 counts as success, 446 falls back).
+func fallsBack(parent, child *config.Node, out *outcome) bool {
+	if out.open {
+		return true
+	}
+	status := out.status
+	if out.err != nil {
+		status = out.err.Status
+	}
+	codes := child.TargetOnStatus
+	if codes == nil {
+		codes = parent.OnStatusCodes
+	}
+	if codes == nil {
+		return status < 200 || status > 299
+	}
+	return containsInt(codes, status)
+}
+
+func containsInt(list []int, v int) bool {
+	for _, x := range list {
+		if x == v {
+			return true
+		}
+	}
+	return false
+}
+
+// execLoadbalance picks a child with probability weight / sum of weights. A child whose breaker is open is
+// set aside and another is drawn among the rest.
+func (e *Engine) execLoadbalance(ctx context.Context, st *state, n *config.Node) *outcome {
+	var tried uint64 // bit i: child i was drawn and found open (targets per level are few)
+	for {
+		i := e.pick(n.Weights, tried)
+		if i < 0 {
+			return &outcome{open: true}
+		}
+		out := e.exec(ctx, st, n.Children[i])
+		if !out.open || i >= 64 {
+			return out
+		}
+		tried |= 1 << uint(i)
+	}
+}
+
+// pick draws an index by weight, skipping weight-0 children and those marked in skip; -1 when none is left.
+func (e *Engine) pick(weights []float64, skip uint64) int {
+	const scale = 1 << 20
+	var total int64
+	for i, w := range weights {
+		if w > 0 && (i >= 64 || skip&(1<<uint(i)) == 0) {
+			total += int64(w*scale) + 1
+		}
+	}
+	if total == 0 {
+		return -1
+	}
+	r := e.jitter(total)
+	for i, w := range weights {
+		if w > 0 && (i >= 64 || skip&(1<<uint(i)) == 0) {
+			r -= int64(w*scale) + 1
+			if r < 0 {
+				return i
+			}
+		}
+	}
+	return -1
+}

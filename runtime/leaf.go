@@ -1,0 +1,356 @@
+package runtime
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/llmgw/gateway/runtime/config"
+	"github.com/llmgw/gateway/runtime/gwerr"
+	"github.com/llmgw/gateway/runtime/providers"
+	"github.com/llmgw/gateway/storage"
+)
+
+// maxUpstreamBody bounds a non-streamed upstream answer held in memory.
+const maxUpstreamBody = 64 << 20
+
+// defaultRetryCodes are the statuses retried when retry.on_status_codes is not set (DESIGN.md).
+var defaultRetryCodes = []int{429, 500, 502, 503, 504}
+
+// execLeaf calls one target: resolve it, consult its circuit breaker, then call with retries.
+func (e *Engine) execLeaf(ctx context.Context, st *state, n *config.Node) *outcome {
+	t, adapter, breakerKey, gerr := e.resolveTarget(ctx, st.req, n)
+	if gerr != nil {
+		return &outcome{err: gerr, path: n.Path}
+	}
+	var br *breaker
+	if cfg := n.CircuitBreaker; cfg != nil {
+		br = e.breakers.get(breakerKey)
+		if !br.allow(e.now(), cfg) {
+			return &outcome{open: true, path: n.Path, prov: t.Provider}
+		}
+	}
+	body, err := patchBody(st.req, n)
+	if err != nil {
+		return &outcome{err: gwerr.Internal(err), path: n.Path}
+	}
+	out := e.attempts(ctx, st.req, n, adapter, t, &providers.Call{Endpoint: st.req.Endpoint, Body: body, Stream: st.req.Stream})
+	if br != nil {
+		status := out.status
+		if out.err != nil {
+			status = out.err.Status
+			if out.err.Code == gwerr.CodeUpstream || out.err.Code == gwerr.CodeRequestTimeout {
+				status = 0 // transport failures always count
+			}
+		}
+		br.record(e.now(), n.CircuitBreaker, isBreakerFailure(n.CircuitBreaker, status))
+	}
+	return out
+}
+
+// resolveTarget turns a leaf into a provider target: the provider named by the config (an identifier, "@slug"
+// or virtual_key) or, when the config names none, by the request's headers.
+func (e *Engine) resolveTarget(ctx context.Context, req *Request, n *config.Node) (*providers.Target, providers.Adapter, string, *gwerr.Error) {
+	var id, slug, slugParam, apiKey, baseURL, hostParam string
+	fields := n.ProviderFields
+	switch {
+	case strings.HasPrefix(n.Provider, "@"):
+		slug, slugParam = n.Provider[1:], n.Path+".provider"
+	case n.VirtualKey != "":
+		slug, slugParam = n.VirtualKey, n.Path+".virtual_key"
+	case n.Provider != "":
+		id, apiKey = n.Provider, n.APIKey
+	case req.VirtualKey != "":
+		slug, slugParam = req.VirtualKey, "x-gateway-virtual-key"
+	case strings.HasPrefix(req.Provider, "@"):
+		slug, slugParam = req.Provider[1:], "x-gateway-provider"
+	case req.Provider != "":
+		canonical, ok := providers.Canonical(req.Provider)
+		if !ok {
+			return nil, nil, "", &gwerr.Error{Status: http.StatusBadRequest, Code: gwerr.CodeInvalidRequest, Param: "x-gateway-provider",
+				Message: fmt.Sprintf("unknown provider %q in x-gateway-provider (known: %s)", req.Provider, strings.Join(providers.Identifiers(), ", "))}
+		}
+		id = canonical
+		if req.CustomHost != "" {
+			baseURL, hostParam = req.CustomHost, "x-gateway-custom-host"
+		}
+	case req.CustomHost != "":
+		return nil, nil, "", gwerr.BadRequest("x-gateway-provider",
+			"x-gateway-custom-host needs x-gateway-provider to name the provider whose format the host speaks (openai when unsure)")
+	default:
+		return nil, nil, "", gwerr.BadRequest("x-gateway-provider",
+			"no provider: send x-gateway-provider with Authorization, x-gateway-virtual-key, x-gateway-config or x-gateway-custom-host with x-gateway-provider")
+	}
+	if slug != "" {
+		p, err := e.store.Providers.Get(req.Key.WorkspaceID, slug)
+		if errors.Is(err, storage.ErrNotFound) {
+			return nil, nil, "", &gwerr.Error{Status: http.StatusNotFound, Code: gwerr.CodeNotFound, Param: slugParam,
+				Message: fmt.Sprintf("provider %q not found in this workspace", "@"+slug)}
+		}
+		if err != nil {
+			return nil, nil, "", gwerr.Internal(err)
+		}
+		id = p.Provider
+		merged := make(map[string]json.RawMessage, len(p.Fields)+len(fields))
+		for k, v := range p.Fields {
+			merged[k] = v
+		}
+		for k, v := range fields {
+			merged[k] = v
+		}
+		fields = merged
+		t := &providers.Target{Fields: fields}
+		apiKey = t.StringField("api_key")
+		if host := t.StringField("custom_host"); host != "" {
+			baseURL, hostParam = host, slugParam
+		}
+		if n.APIKey != "" {
+			apiKey = n.APIKey
+		}
+	}
+	if apiKey == "" {
+		apiKey = req.Authorization
+	}
+	if n.CustomHost != "" {
+		baseURL, hostParam = n.CustomHost, n.Path+".custom_host"
+	}
+	adapter, ok := providers.Lookup(id)
+	if !ok {
+		return nil, nil, "", gwerr.BadRequest(hostParam, "provider %q is not supported by this gateway yet (supported: %s)",
+			id, strings.Join(providers.Registered(), ", "))
+	}
+	if baseURL == "" {
+		baseURL = providers.DefaultBaseURL(id)
+	} else if err := e.guard.CheckURLParam(ctx, e.resolver, baseURL, hostParam); err != nil {
+		var ge *gwerr.Error
+		if errors.As(err, &ge) {
+			return nil, nil, "", ge
+		}
+		return nil, nil, "", gwerr.BadRequest(hostParam, "%v", err)
+	}
+	baseURL = strings.TrimRight(baseURL, "/")
+	t := &providers.Target{Provider: id, BaseURL: baseURL, APIKey: apiKey, Fields: fields, Header: req.Header}
+	t.Forward = forwardHeaders(req, n)
+	sum := sha256.Sum256([]byte(apiKey))
+	return t, adapter, id + "|" + baseURL + "|" + hex.EncodeToString(sum[:8]), nil
+}
+
+// forwardHeaders copies the caller's headers that the config's forward_headers (or else the
+// x-gateway-forward-headers header) names. Gateway headers never go upstream, whatever the list says.
+func forwardHeaders(req *Request, n *config.Node) http.Header {
+	names := n.ForwardHeaders
+	if names == nil {
+		names = req.ForwardNames
+	}
+	if len(names) == 0 || req.Header == nil {
+		return nil
+	}
+	h := make(http.Header, len(names))
+	for _, name := range names {
+		if len(name) >= 10 && strings.EqualFold(name[:10], "x-gateway-") {
+			continue
+		}
+		if v := req.Header(name); v != "" {
+			h.Set(name, strings.Clone(v))
+		}
+	}
+	return h
+}
+
+// patchBody applies override_params (and metadata._user as "user") to the caller's body. Without them the
+// caller's bytes go upstream untouched.
+func patchBody(req *Request, n *config.Node) ([]byte, error) {
+	user := req.Metadata["_user"]
+	if len(n.OverrideParams) == 0 && user == "" {
+		return req.Body, nil
+	}
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(req.Body, &m); err != nil {
+		return nil, err
+	}
+	if _, has := m["user"]; user != "" && !has {
+		m["user"], _ = json.Marshal(user)
+	}
+	for k, v := range n.OverrideParams {
+		m[k] = v
+	}
+	return json.Marshal(m)
+}
+
+// attempts calls the target, retrying as its retry settings say.
+func (e *Engine) attempts(ctx context.Context, req *Request, n *config.Node, adapter providers.Adapter, t *providers.Target, call *providers.Call) *outcome {
+	retry := n.Retry
+	max := 0
+	if retry != nil {
+		max = min(retry.Attempts, 5)
+	}
+	timeout := n.RequestTimeout // the config's, else the x-gateway-request-timeout header's, else the default
+	if timeout <= 0 {
+		timeout = req.Timeout
+	}
+	if timeout <= 0 {
+		timeout = e.attemptTimeout
+	}
+	for i := 0; ; i++ {
+		out := e.attempt(ctx, adapter, t, call, timeout)
+		out.retries, out.path, out.prov = i, n.Path, t.Provider
+		if i >= max || ctx.Err() != nil || !shouldRetry(retry, out) {
+			return out
+		}
+		wait := time.Duration(e.jitter(int64(backoffCap(i))))
+		if retry.UseRetryAfterHeaders {
+			if d, ok := retryAfter(out.header, e.now()); ok {
+				wait = d
+			}
+		}
+		if wait > 60*time.Second {
+			return out
+		}
+		if deadline, ok := ctx.Deadline(); ok && e.now().Add(wait).After(deadline) {
+			return out
+		}
+		out.discard()
+		if e.sleep(ctx, wait) != nil {
+			return out
+		}
+	}
+}
+
+// backoffCap is the ceiling of the i-th retry's full-jitter wait: 250 ms doubling, at most 8 s.
+func backoffCap(i int) time.Duration {
+	d := 250 * time.Millisecond << uint(min(i, 5))
+	return min(d, 8*time.Second) + 1
+}
+
+func shouldRetry(retry *config.Retry, out *outcome) bool {
+	if out.err != nil {
+		switch out.err.Code {
+		case gwerr.CodeUpstream:
+			return true
+		case gwerr.CodeRequestTimeout:
+			return retry.OnStatusCodes != nil && containsInt(retry.OnStatusCodes, http.StatusRequestTimeout)
+		}
+		return false
+	}
+	codes := retry.OnStatusCodes
+	if codes == nil {
+		codes = defaultRetryCodes
+	}
+	return containsInt(codes, out.status)
+}
+
+// retryAfter reads Retry-After-ms, x-ms-retry-after-ms and Retry-After (seconds or an HTTP date).
+func retryAfter(h http.Header, now time.Time) (time.Duration, bool) {
+	for _, name := range []string{"Retry-After-Ms", "X-Ms-Retry-After-Ms"} {
+		if v := h.Get(name); v != "" {
+			if ms, err := strconv.ParseFloat(v, 64); err == nil && ms >= 0 {
+				return time.Duration(ms * float64(time.Millisecond)), true
+			}
+		}
+	}
+	if v := h.Get("Retry-After"); v != "" {
+		if s, err := strconv.ParseFloat(v, 64); err == nil && s >= 0 {
+			return time.Duration(s * float64(time.Second)), true
+		}
+		if t, err := http.ParseTime(v); err == nil {
+			return max(t.Sub(now), 0), true
+		}
+	}
+	return 0, false
+}
+
+// attempt makes one upstream call bounded by timeout.
+func (e *Engine) attempt(ctx context.Context, adapter providers.Adapter, t *providers.Target, call *providers.Call, timeout time.Duration) *outcome {
+	actx, cancel := context.WithTimeout(ctx, timeout)
+	req, err := adapter.NewRequest(actx, t, call)
+	if err != nil {
+		cancel()
+		var ge *gwerr.Error
+		if errors.As(err, &ge) {
+			return &outcome{err: ge}
+		}
+		return &outcome{err: gwerr.Internal(fmt.Errorf("%s: build request: %w", t.Provider, err))}
+	}
+	resp, err := e.client.Do(req)
+	if err != nil {
+		cancel()
+		return &outcome{err: transportError(ctx, actx, t, err)}
+	}
+	header := passHeaders(resp.Header)
+	if call.Stream && resp.StatusCode >= 200 && resp.StatusCode < 300 {
+		return &outcome{status: resp.StatusCode, header: header, stream: &attemptStream{ReadCloser: resp.Body, cancel: cancel}}
+	}
+	body, err := io.ReadAll(io.LimitReader(resp.Body, maxUpstreamBody))
+	resp.Body.Close()
+	cancel()
+	if err != nil {
+		return &outcome{err: transportError(ctx, actx, t, err)}
+	}
+	if resp.StatusCode >= 200 && resp.StatusCode < 300 && !json.Valid(body) {
+		return &outcome{err: &gwerr.Error{Status: http.StatusBadGateway, Code: gwerr.CodeUpstream,
+			Message: fmt.Sprintf("%s answered %d with a body that is not JSON", t.Provider, resp.StatusCode)}}
+	}
+	return &outcome{status: resp.StatusCode, header: header, body: body}
+}
+
+// transportError names a failed call: 408 when the attempt's own timeout expired, 400 when the host policy
+// refused the address, else 502 upstream_error.
+func transportError(parent, attempt context.Context, t *providers.Target, err error) *gwerr.Error {
+	var ge *gwerr.Error
+	if errors.As(err, &ge) {
+		return ge
+	}
+	if parent.Err() == nil && errors.Is(attempt.Err(), context.DeadlineExceeded) {
+		return &gwerr.Error{Status: http.StatusRequestTimeout, Code: gwerr.CodeRequestTimeout, Err: err,
+			Message: fmt.Sprintf("%s did not answer within the request timeout", t.Provider)}
+	}
+	if errors.Is(parent.Err(), context.DeadlineExceeded) {
+		return &gwerr.Error{Status: http.StatusRequestTimeout, Code: gwerr.CodeRequestTimeout, Err: err, Message: "the request timed out"}
+	}
+	return &gwerr.Error{Status: http.StatusBadGateway, Code: gwerr.CodeUpstream, Err: err,
+		Message: fmt.Sprintf("could not reach %s at %s: %s", t.Provider, t.BaseURL, rootCause(err))}
+}
+
+func rootCause(err error) string {
+	for {
+		next := errors.Unwrap(err)
+		if next == nil {
+			return err.Error()
+		}
+		err = next
+	}
+}
+
+// passHeaders keeps the upstream headers a caller may want: content type, request id, rate limits.
+func passHeaders(h http.Header) http.Header {
+	out := make(http.Header, 4)
+	for name, v := range h {
+		lower := strings.ToLower(name)
+		switch {
+		case lower == "content-type", lower == "retry-after", lower == "retry-after-ms", lower == "x-request-id",
+			lower == "openai-processing-ms", strings.HasPrefix(lower, "x-ratelimit-"):
+			out[name] = v
+		}
+	}
+	return out
+}
+
+// attemptStream is an open upstream stream; closing it ends the attempt (and its timeout).
+type attemptStream struct {
+	io.ReadCloser
+	cancel context.CancelFunc
+}
+
+func (s *attemptStream) Close() error {
+	err := s.ReadCloser.Close()
+	s.cancel()
+	return err
+}

@@ -1,0 +1,58 @@
+package runtime
+
+import (
+	"io"
+	"net/http"
+	"time"
+
+	"github.com/llmgw/gateway/runtime/providers"
+	"github.com/llmgw/gateway/storage"
+)
+
+// Request is one inference request as routes hands it over: the caller's body and the gateway headers, parsed.
+// It is created per request and is not safe for concurrent use.
+type Request struct {
+	Endpoint providers.Endpoint
+	URLPath  string
+	Body     []byte // the caller's JSON body; the engine does not modify it
+	Stream   bool
+	Key      *storage.APIKey
+
+	// Gateway headers.
+	Provider      string // x-gateway-provider
+	Authorization string // the caller's Bearer token (Authorization header), for the provider
+	VirtualKey    string // x-gateway-virtual-key
+	Config        string // x-gateway-config: inline JSON or a saved config ID
+	CustomHost    string // x-gateway-custom-host
+	Metadata      map[string]string
+	TraceID       string
+	Timeout       time.Duration // x-gateway-request-timeout; 0 when absent
+	ForwardNames  []string      // x-gateway-forward-headers
+	CacheRefresh  bool          // x-gateway-cache-force-refresh
+	CacheNS       string        // x-gateway-cache-namespace
+
+	// Header reads any of the caller's request headers; valid only during Engine.Do.
+	Header func(name string) string
+}
+
+// Response is the answer to send back. Exactly one of Body and Stream is set. The caller must Close the
+// response, which releases the upstream connection.
+type Response struct {
+	Status int
+	Header http.Header // upstream headers worth passing on (content type, request id, rate-limit headers)
+	Body   []byte
+	Stream io.ReadCloser // an upstream SSE body, for streamed 2xx answers
+
+	Provider    string // canonical identifier of the provider that answered
+	Retries     int    // retries made on the target that answered
+	OptionPath  string // the answering target's path, e.g. "config.targets[1]"
+	CacheStatus string // HIT, SEMANTIC HIT, MISS, REFRESH or DISABLED
+}
+
+// Close releases the upstream stream, if any.
+func (r *Response) Close() error {
+	if r.Stream != nil {
+		return r.Stream.Close()
+	}
+	return nil
+}
