@@ -110,7 +110,9 @@ func TestChatThroughProviderHeaders(t *testing.T) {
 
 func TestCompletionsAndEmbeddingsPaths(t *testing.T) {
 	f := newFixture(t, Options{})
-	up := newUpstream(t, func(w http.ResponseWriter, r *http.Request, _ int64) { io.WriteString(w, `{"object":"list","data":[]}`) })
+	up := newUpstream(t, func(w http.ResponseWriter, r *http.Request, _ int64) {
+		io.WriteString(w, `{"object":"list","data":[]}`)
+	})
 	for _, tc := range []struct{ path, upstreamPath string }{
 		{"/v1/completions", "/v1/completions"},
 		{"/v1/embeddings", "/v1/embeddings"},

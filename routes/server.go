@@ -34,7 +34,7 @@ type Server struct {
 	app    *fiber.App
 	store  *storage.Store
 	engine *runtime.Engine
-	log   *slog.Logger
+	log    *slog.Logger
 
 	accessLogs bool
 }

@@ -2,8 +2,8 @@ package main
 
 import (
 	"io"
-	"reflect"
 	"log/slog"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
