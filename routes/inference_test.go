@@ -548,3 +548,53 @@ func TestStreamBreaksOff(t *testing.T) {
 		t.Fatalf("broken stream gave:\n%s", text)
 	}
 }
+
+func TestCallerGoingAwayClosesTheUpstreamStream(t *testing.T) {
+	f := newFixture(t, Options{})
+	base, _ := f.serve(t)
+	upstreamDone := make(chan struct{})
+	up := newUpstream(t, func(w http.ResponseWriter, r *http.Request, _ int64) {
+		defer close(upstreamDone)
+		w.Header().Set("Content-Type", "text/event-stream")
+		for i := 0; ; i++ { // an endless stream, until the gateway hangs up
+			if _, err := fmt.Fprintf(w, "data: {\"n\":%d}\n\n", i); err != nil {
+				return
+			}
+			w.(http.Flusher).Flush()
+			select {
+			case <-r.Context().Done():
+				return
+			case <-time.After(5 * time.Millisecond):
+			}
+		}
+	})
+	req, _ := http.NewRequest("POST", base+"/v1/chat/completions", strings.NewReader(`{"model":"m","stream":true,"messages":[]}`))
+	for k, v := range map[string]string{HeaderAPIKey: f.plain, "Content-Type": "application/json", HeaderProvider: "openai",
+		"Authorization": "Bearer sk", HeaderCustomHost: up.URL + "/v1"} {
+		req.Header.Set(k, v)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	line, err := bufio.NewReader(resp.Body).ReadString('\n')
+	if err != nil || !strings.HasPrefix(line, "data: ") {
+		t.Fatalf("first event %q, %v", line, err)
+	}
+	resp.Body.Close() // the caller goes away
+	select {
+	case <-upstreamDone:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the upstream stream was not closed after the caller went away")
+	}
+}
+
+func TestPromptIDOutsidePromptCompletions(t *testing.T) {
+	f := newFixture(t, Options{})
+	up := newUpstream(t, nil)
+	cfg := fmt.Sprintf(`{"provider":"openai","api_key":"sk","custom_host":%q,"prompt_id":"welcome"}`, up.URL+"/v1")
+	checkError(t, f.chat(t, chatBody, HeaderConfig, cfg), 400, "invalid_config", "prompt_id")
+	if up.calls.Load() != 0 {
+		t.Error("the provider was called")
+	}
+}

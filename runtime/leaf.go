@@ -27,6 +27,10 @@ var defaultRetryCodes = []int{429, 500, 502, 503, 504}
 
 // execLeaf calls one target: resolve it, consult its circuit breaker, then call with retries.
 func (e *Engine) execLeaf(ctx context.Context, st *state, n *config.Node) *outcome {
+	if n.PromptID != "" {
+		return &outcome{path: n.Path, err: &gwerr.Error{Status: http.StatusBadRequest, Code: config.CodeInvalidConfig,
+			Param: configParam(n, "prompt_id"), Message: "invalid config: " + configParam(n, "prompt_id") + ": a target with prompt_id serves only /v1/prompts/{id}/completions"}}
+	}
 	t, adapter, breakerKey, gerr := e.resolveTarget(ctx, st.req, n)
 	if gerr != nil {
 		return &outcome{err: gerr, path: n.Path}
@@ -63,9 +67,9 @@ func (e *Engine) resolveTarget(ctx context.Context, req *Request, n *config.Node
 	fields := n.ProviderFields
 	switch {
 	case strings.HasPrefix(n.Provider, "@"):
-		slug, slugParam = n.Provider[1:], n.Path+".provider"
+		slug, slugParam = n.Provider[1:], configParam(n, "provider")
 	case n.VirtualKey != "":
-		slug, slugParam = n.VirtualKey, n.Path+".virtual_key"
+		slug, slugParam = n.VirtualKey, configParam(n, "virtual_key")
 	case n.Provider != "":
 		id, apiKey = n.Provider, n.APIKey
 	case req.VirtualKey != "":
@@ -120,7 +124,7 @@ func (e *Engine) resolveTarget(ctx context.Context, req *Request, n *config.Node
 		apiKey = req.Authorization
 	}
 	if n.CustomHost != "" {
-		baseURL, hostParam = n.CustomHost, n.Path+".custom_host"
+		baseURL, hostParam = n.CustomHost, configParam(n, "custom_host")
 	}
 	adapter, ok := providers.Lookup(id)
 	if !ok {
@@ -141,6 +145,16 @@ func (e *Engine) resolveTarget(ctx context.Context, req *Request, n *config.Node
 	t.Forward = forwardHeaders(req, n)
 	sum := sha256.Sum256([]byte(apiKey))
 	return t, adapter, id + "|" + baseURL + "|" + hex.EncodeToString(sum[:8]), nil
+}
+
+// configParam names a field of a node the way config errors do: "retry", "targets[1].retry" (without the
+// "config." that option paths start with).
+func configParam(n *config.Node, field string) string {
+	rel := strings.TrimPrefix(strings.TrimPrefix(n.Path, "config"), ".")
+	if rel == "" {
+		return field
+	}
+	return rel + "." + field
 }
 
 // forwardHeaders copies the caller's headers that the config's forward_headers (or else the

@@ -699,7 +699,7 @@ func TestApplyDuplicateThroughAnotherReference(t *testing.T) {
 		doc  string
 		path string
 	}{
-		{"config, implied default and UUID", `{` + wsDefault + ` "configs": [{"id": "c", "config": {"a": 1}}, {"id": "c", ` + byID + `, "config": {"b": 2}}]}`, "configs[1].id"},
+		{"config, implied default and UUID", `{` + wsDefault + ` "configs": [{"id": "c", "config": {"retry": {"attempts": 1}}}, {"id": "c", ` + byID + `, "config": {"retry": {"attempts": 2}}}]}`, "configs[1].id"},
 		{"provider, slug and UUID", `{` + wsDefault + ` "providers": [{"slug": "p", "workspace": "default", "provider": "ollama"},
 			{"slug": "p", ` + byID + `, "provider": "openai", "api_key": "k"}]}`, "providers[1].slug"},
 		{"prompt", `{` + wsDefault + ` "prompts": [{"id": "p", ` + byID + `, "versions": [{"template": {` + msgs + `}}]},

@@ -16,6 +16,8 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/llmgw/gateway/runtime/config"
+	"github.com/llmgw/gateway/runtime/gwerr"
 	"github.com/llmgw/gateway/runtime/providers"
 	"github.com/llmgw/gateway/storage"
 )
@@ -350,9 +352,29 @@ func article(kind string) string {
 	return "a"
 }
 
+// parseConfig checks a saved config with the same validation as configs sent in x-gateway-config, so that a
+// config that would be refused at request time is refused at start instead.
 func parseConfig(o *object) Config {
 	c := Config{Path: o.path, ID: o.id("id"), Workspace: o.workspaceRef(), Config: o.rawObject("config", true)}
 	o.finish()
+	// An empty object is let through, as DESIGN.md's example file has one: it is stored, and a request that
+	// names it gets the validation error then.
+	if c.Config != nil && !bytes.Equal(bytes.Join(bytes.Fields(c.Config), nil), []byte("{}")) {
+		if _, err := config.Parse(c.Config); err != nil {
+			path, msg := o.at("config"), err.Error()
+			var ge *gwerr.Error
+			if errors.As(err, &ge) {
+				msg = ge.Message
+				if ge.Param != "" {
+					path += "." + ge.Param
+					msg = strings.TrimPrefix(msg, "invalid config: "+ge.Param+": ")
+				} else {
+					msg = strings.TrimPrefix(msg, "invalid config: ")
+				}
+			}
+			o.p.add(path, "%s", msg)
+		}
+	}
 	return c
 }
 

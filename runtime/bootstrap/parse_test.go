@@ -3,6 +3,7 @@ package bootstrap
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -547,5 +548,31 @@ func TestParseRawValuesAreValidJSON(t *testing.T) {
 				t.Fatalf("%s is not valid JSON: %q", tt.name, tt.raw)
 			}
 		})
+	}
+}
+
+func TestParseValidatesSavedConfigs(t *testing.T) {
+	tests := []struct {
+		name, config, path, mention string
+	}{
+		{"unknown key", `{"retry": {"attempts": 1}, "colour": 1}`, "configs[0].config.colour", "unknown"},
+		{"nested path", `{"strategy": {"mode": "fallback"}, "targets": [{"virtual_key": "a"}, {"virtual_key": "b", "retry": {"attempts": "x"}}]}`,
+			"configs[0].config.targets[1].retry.attempts", "integer"},
+		{"no key set", `{"name": "x"}`, "configs[0].config", "key sets"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Parse([]byte(`{"configs": [{"id": "c", "config": `+tc.config+`}]}`), "")
+			var ve *ValidationError
+			if !errors.As(err, &ve) {
+				t.Fatalf("err = %v", err)
+			}
+			if len(ve.Problems) != 1 || ve.Problems[0].Path != tc.path || !strings.Contains(ve.Problems[0].Message, tc.mention) {
+				t.Fatalf("problems %v, want one at %s mentioning %q", ve.Problems, tc.path, tc.mention)
+			}
+		})
+	}
+	if _, err := Parse([]byte(`{"configs": [{"id": "c", "config": {}}]}`), ""); err != nil {
+		t.Fatalf("an empty config (DESIGN.md's example) is refused: %v", err)
 	}
 }
