@@ -38,8 +38,11 @@ func (s *Server) inference(ep providers.Endpoint) fiber.Handler {
 		if trimmed[0] != '{' {
 			return &gwerr.Error{Status: fiber.StatusBadRequest, Code: gwerr.CodeInvalidJSON, Message: "request body must be a JSON object"}
 		}
-		if err := json.Unmarshal(body, &head); err != nil {
-			return jsonError(body, err)
+		// Validating is cheap and allocates nothing; decoding is needed only when the body mentions "stream".
+		if !json.Valid(body) || bytes.Contains(body, []byte(`"stream"`)) {
+			if err := json.Unmarshal(body, &head); err != nil {
+				return jsonError(body, err)
+			}
 		}
 		stream := head.Stream != nil && *head.Stream
 		if stream && ep == providers.Embeddings {

@@ -40,6 +40,9 @@ func decodeJSON(c *fiber.Ctx, v any) error {
 // requireJSON answers 415 unless the body is declared application/json (or +json).
 func requireJSON(c *fiber.Ctx) error {
 	ct := c.Get(fiber.HeaderContentType)
+	if ct == fiber.MIMEApplicationJSON || ct == fiber.MIMEApplicationJSONCharsetUTF8 {
+		return nil // the common case, without parsing
+	}
 	mt, _, err := mime.ParseMediaType(ct)
 	if err == nil && (mt == fiber.MIMEApplicationJSON || strings.HasSuffix(mt, "+json")) {
 		return nil

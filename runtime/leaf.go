@@ -63,19 +63,21 @@ func (e *Engine) execLeaf(ctx context.Context, st *state, n *config.Node) *outco
 // resolveTarget turns a leaf into a provider target: the provider named by the config (an identifier, "@slug"
 // or virtual_key) or, when the config names none, by the request's headers.
 func (e *Engine) resolveTarget(ctx context.Context, req *Request, n *config.Node) (*providers.Target, providers.Adapter, string, *gwerr.Error) {
-	var id, slug, slugParam, apiKey, baseURL, hostParam string
+	// Params are recorded as (node field) or a header name and turned into text only for an error.
+	var id, slug, apiKey, baseURL string
+	var slugParam, hostParam param
 	fields := n.ProviderFields
 	switch {
 	case strings.HasPrefix(n.Provider, "@"):
-		slug, slugParam = n.Provider[1:], configParam(n, "provider")
+		slug, slugParam = n.Provider[1:], param{n: n, name: "provider"}
 	case n.VirtualKey != "":
-		slug, slugParam = n.VirtualKey, configParam(n, "virtual_key")
+		slug, slugParam = n.VirtualKey, param{n: n, name: "virtual_key"}
 	case n.Provider != "":
 		id, apiKey = n.Provider, n.APIKey
 	case req.VirtualKey != "":
-		slug, slugParam = req.VirtualKey, "x-gateway-virtual-key"
+		slug, slugParam = req.VirtualKey, param{name: "x-gateway-virtual-key"}
 	case strings.HasPrefix(req.Provider, "@"):
-		slug, slugParam = req.Provider[1:], "x-gateway-provider"
+		slug, slugParam = req.Provider[1:], param{name: "x-gateway-provider"}
 	case req.Provider != "":
 		canonical, ok := providers.Canonical(req.Provider)
 		if !ok {
@@ -84,7 +86,7 @@ func (e *Engine) resolveTarget(ctx context.Context, req *Request, n *config.Node
 		}
 		id = canonical
 		if req.CustomHost != "" {
-			baseURL, hostParam = req.CustomHost, "x-gateway-custom-host"
+			baseURL, hostParam = req.CustomHost, param{name: "x-gateway-custom-host"}
 		}
 	case req.CustomHost != "":
 		return nil, nil, "", gwerr.BadRequest("x-gateway-provider",
@@ -96,7 +98,7 @@ func (e *Engine) resolveTarget(ctx context.Context, req *Request, n *config.Node
 	if slug != "" {
 		p, err := e.store.Providers.Get(req.Key.WorkspaceID, slug)
 		if errors.Is(err, storage.ErrNotFound) {
-			return nil, nil, "", &gwerr.Error{Status: http.StatusNotFound, Code: gwerr.CodeNotFound, Param: slugParam,
+			return nil, nil, "", &gwerr.Error{Status: http.StatusNotFound, Code: gwerr.CodeNotFound, Param: slugParam.String(),
 				Message: fmt.Sprintf("provider %q not found in this workspace", "@"+slug)}
 		}
 		if err != nil {
@@ -124,27 +126,43 @@ func (e *Engine) resolveTarget(ctx context.Context, req *Request, n *config.Node
 		apiKey = req.Authorization
 	}
 	if n.CustomHost != "" {
-		baseURL, hostParam = n.CustomHost, configParam(n, "custom_host")
+		baseURL, hostParam = n.CustomHost, param{n: n, name: "custom_host"}
 	}
 	adapter, ok := providers.Lookup(id)
 	if !ok {
-		return nil, nil, "", gwerr.BadRequest(hostParam, "provider %q is not supported by this gateway yet (supported: %s)",
+		return nil, nil, "", gwerr.BadRequest(hostParam.String(), "provider %q is not supported by this gateway yet (supported: %s)",
 			id, strings.Join(providers.Registered(), ", "))
 	}
 	if baseURL == "" {
 		baseURL = providers.DefaultBaseURL(id)
-	} else if err := e.guard.CheckURLParam(ctx, e.resolver, baseURL, hostParam); err != nil {
+	} else if err := e.guard.CheckURLParam(ctx, e.resolver, baseURL, hostParam.String()); err != nil {
 		var ge *gwerr.Error
 		if errors.As(err, &ge) {
 			return nil, nil, "", ge
 		}
-		return nil, nil, "", gwerr.BadRequest(hostParam, "%v", err)
+		return nil, nil, "", gwerr.BadRequest(hostParam.String(), "%v", err)
 	}
 	baseURL = strings.TrimRight(baseURL, "/")
 	t := &providers.Target{Provider: id, BaseURL: baseURL, APIKey: apiKey, Fields: fields, Header: req.Header}
 	t.Forward = forwardHeaders(req, n)
+	if n.CircuitBreaker == nil {
+		return t, adapter, "", nil
+	}
 	sum := sha256.Sum256([]byte(apiKey))
 	return t, adapter, id + "|" + baseURL + "|" + hex.EncodeToString(sum[:8]), nil
+}
+
+// param names an input for an error: a field of a config node, or a header when n is nil.
+type param struct {
+	n    *config.Node
+	name string
+}
+
+func (p param) String() string {
+	if p.n == nil {
+		return p.name
+	}
+	return configParam(p.n, p.name)
 }
 
 // configParam names a field of a node the way config errors do: "retry", "targets[1].retry" (without the
@@ -302,7 +320,7 @@ func (e *Engine) attempt(ctx context.Context, adapter providers.Adapter, t *prov
 	if call.Stream && resp.StatusCode >= 200 && resp.StatusCode < 300 {
 		return &outcome{status: resp.StatusCode, header: header, stream: &attemptStream{ReadCloser: resp.Body, cancel: cancel}}
 	}
-	body, err := io.ReadAll(io.LimitReader(resp.Body, maxUpstreamBody))
+	body, err := readBody(resp)
 	resp.Body.Close()
 	cancel()
 	if err != nil {
@@ -313,6 +331,16 @@ func (e *Engine) attempt(ctx context.Context, adapter providers.Adapter, t *prov
 			Message: fmt.Sprintf("%s answered %d with a body that is not JSON", t.Provider, resp.StatusCode)}}
 	}
 	return &outcome{status: resp.StatusCode, header: header, body: body}
+}
+
+// readBody reads a whole upstream answer, in one allocation when its length is declared.
+func readBody(resp *http.Response) ([]byte, error) {
+	if n := resp.ContentLength; n >= 0 && n <= maxUpstreamBody {
+		body := make([]byte, n)
+		_, err := io.ReadFull(resp.Body, body)
+		return body, err
+	}
+	return io.ReadAll(io.LimitReader(resp.Body, maxUpstreamBody))
 }
 
 // transportError names a failed call: 408 when the attempt's own timeout expired, 400 when the host policy
@@ -345,12 +373,14 @@ func rootCause(err error) string {
 
 // passHeaders keeps the upstream headers a caller may want: content type, request id, rate limits.
 func passHeaders(h http.Header) http.Header {
-	out := make(http.Header, 4)
-	for name, v := range h {
-		lower := strings.ToLower(name)
+	var out http.Header
+	for name, v := range h { // names are canonical: net/http canonicalised them
 		switch {
-		case lower == "content-type", lower == "retry-after", lower == "retry-after-ms", lower == "x-request-id",
-			lower == "openai-processing-ms", strings.HasPrefix(lower, "x-ratelimit-"):
+		case name == "Content-Type", name == "Retry-After", name == "Retry-After-Ms", name == "X-Request-Id",
+			name == "Openai-Processing-Ms", strings.HasPrefix(name, "X-Ratelimit-"):
+			if out == nil {
+				out = make(http.Header, 4)
+			}
 			out[name] = v
 		}
 	}

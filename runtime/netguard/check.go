@@ -54,28 +54,34 @@ func (p *Policy) CheckURLParam(ctx context.Context, r Resolver, raw, param strin
 	if err != nil {
 		return invalid(param, err, "custom host %s is not a valid URL; give an http or https base URL such as https://llm.example.com/v1", quote(raw))
 	}
-	shown := quote(raw)
-	if _, ok := u.User.Password(); ok {
-		shown = quote(u.Redacted())
+	// The quoted URL is built only for an error: checking a good URL on every request allocates nothing more.
+	shown := func() string {
+		if _, ok := u.User.Password(); ok {
+			return quote(u.Redacted())
+		}
+		return quote(raw)
 	}
 	if u.Scheme != "http" && u.Scheme != "https" {
-		return invalid(param, nil, "custom host %s must be an http or https URL, such as https://llm.example.com/v1", shown)
+		return invalid(param, nil, "custom host %s must be an http or https URL, such as https://llm.example.com/v1", shown())
 	}
 	host := u.Hostname()
 	if host == "" {
-		return invalid(param, nil, "custom host %s has no host; give an http or https base URL such as https://llm.example.com/v1", shown)
+		return invalid(param, nil, "custom host %s has no host; give an http or https base URL such as https://llm.example.com/v1", shown())
 	}
 	if port := u.Port(); port != "" {
 		if n, err := strconv.ParseUint(port, 10, 16); err != nil || n == 0 {
-			return invalid(param, nil, "custom host %s has port %s; a port is a number from 1 to 65535", shown, quote(port))
+			return invalid(param, nil, "custom host %s has port %s; a port is a number from 1 to 65535", shown(), quote(port))
 		}
 	}
-	subject := "custom host " + shown + " resolves to "
 	if a, err := netip.ParseAddr(host); err == nil {
-		return p.checkAddrs(subject, param, []netip.Addr{a}, false)
+		if ok, c := p.addrAllowed(a); !ok {
+			return refusal("custom host "+shown()+" resolves to ", param, a, c, 1)
+		}
+		return nil
 	}
+	subject := "custom host " + shown() + " resolves to "
 	if endsInNumber(host) {
-		return invalid(param, nil, "custom host %s has host %s, which is not a valid IP address; write IPv4 as four decimal numbers (such as 10.0.0.5) or use a host name", shown, quote(host))
+		return invalid(param, nil, "custom host %s has host %s, which is not a valid IP address; write IPv4 as four decimal numbers (such as 10.0.0.5) or use a host name", shown(), quote(host))
 	}
 	addrs, err := lookup(ctx, r, "ip", host)
 	if err != nil {
@@ -83,7 +89,7 @@ func (p *Policy) CheckURLParam(ctx context.Context, r Resolver, raw, param strin
 			return err
 		}
 		return &gwerr.Error{Status: http.StatusBadRequest, Code: CodeHostUnresolvable, Param: param, Err: err,
-			Message: fmt.Sprintf("cannot resolve host %s of custom host %s; check the host name, or give an IP address", quote(host), shown)}
+			Message: fmt.Sprintf("cannot resolve host %s of custom host %s; check the host name, or give an IP address", quote(host), shown())}
 	}
 	return p.checkAddrs(subject, param, addrs, p.hostAllowed(host))
 }
