@@ -5,8 +5,9 @@
 // *gwerr.Error (or any error, which becomes a 500 whose cause is logged), and Server.handleError writes the
 // OpenAI-shaped body {"error": {"message", "type", "code", "param"}}. Every answer carries x-gateway-trace-id.
 //
-// Endpoints so far: GET /health (no key); under /v1, with a key: GET, POST /api-keys and GET, DELETE
-// /api-keys/{id} (admin keys only, the caller's workspace only).
+// Endpoints so far: GET /health (no key); under /v1, with a key: POST /chat/completions, /completions and
+// /embeddings (inference.go: gateway headers parsed in headers.go, the engine called, streams copied event by
+// event), and GET, POST /api-keys and GET, DELETE /api-keys/{id} (admin keys only, the caller's workspace only).
 //
 // Fiber reuses a request's buffers once its handler returns: anything a handler keeps (strings from headers,
 // params or the body) must be copied. Nothing imports routes but cmd.

@@ -2,11 +2,14 @@ package main
 
 import (
 	"io"
+	"net/netip"
 	"log/slog"
 	"reflect"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/llmgw/gateway/runtime/netguard"
 )
 
 func TestParseSettings(t *testing.T) {
@@ -37,6 +40,11 @@ func TestParseSettings(t *testing.T) {
 		{name: "bad values name their flag and variable", env: env("GATEWAY_BODY_LIMIT", "lots", "GATEWAY_SHUTDOWN_GRACE", "soon",
 			"GATEWAY_LOG_LEVEL", "loud", "GATEWAY_LOG_FORMAT", "xml"),
 			wantErr: []string{"--body-limit (GATEWAY_BODY_LIMIT)", "--shutdown-grace (GATEWAY_SHUTDOWN_GRACE)", "--log-level (GATEWAY_LOG_LEVEL)", "--log-format (GATEWAY_LOG_FORMAT)"}},
+		{name: "host policy", args: []string{"--allow-hosts", "10.0.0.0/8, llm.internal"}, env: env("GATEWAY_ALLOW_PRIVATE_HOSTS", "true"),
+			want: settings{listen: "127.0.0.1:8787", dataDir: "./data", bodyLimit: 32 << 20, grace: 30 * time.Second, logLevel: slog.LevelInfo,
+				hosts: netguard.Policy{AllowPrivate: true, Allow: []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8")}, AllowHosts: []string{"llm.internal"}}}},
+		{name: "bad host policy", args: []string{"--allow-hosts", "http://x/"}, env: env("GATEWAY_ALLOW_PRIVATE_HOSTS", "maybe"),
+			wantErr: []string{"--allow-hosts (GATEWAY_ALLOW_HOSTS)", "--allow-private-hosts (GATEWAY_ALLOW_PRIVATE_HOSTS)"}},
 		{name: "empty listen", args: []string{"--listen", ""}, env: env(), wantErr: []string{"--listen"}},
 		{name: "stray argument", args: []string{"serve"}, env: env(), wantErr: []string{`"serve"`}},
 		{name: "unknown flag", args: []string{"--port", "1"}, env: env(), wantErr: []string{"port"}},
