@@ -2,8 +2,8 @@ package main
 
 import (
 	"io"
-	"net/netip"
 	"log/slog"
+	"net/netip"
 	"reflect"
 	"strings"
 	"testing"
