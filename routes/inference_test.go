@@ -439,6 +439,21 @@ func TestMetadataUserFillsUser(t *testing.T) {
 	}
 }
 
+// postStream sends a streamed chat completion through the server at base to an OpenAI-compatible upstream.
+func (f *fixture) postStream(t *testing.T, base, upstreamBase string) *http.Response {
+	t.Helper()
+	req, _ := http.NewRequest("POST", base+"/v1/chat/completions", strings.NewReader(`{"model":"m","stream":true,"messages":[]}`))
+	for k, v := range map[string]string{HeaderAPIKey: f.plain, "Content-Type": "application/json", HeaderProvider: "openai",
+		"Authorization": "Bearer sk", HeaderCustomHost: upstreamBase} {
+		req.Header.Set(k, v)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp
+}
+
 const sseEvents = "data: {\"id\":\"c1\",\"object\":\"chat.completion.chunk\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\"Hel\"}}]}\n\n" +
 	"data: {\"id\":\"c1\",\"object\":\"chat.completion.chunk\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\"lo\"}}]}\n\n" +
 	"data: [DONE]\n\n"
@@ -454,15 +469,7 @@ func TestStreaming(t *testing.T) {
 			fl.Flush()
 		}
 	})
-	req, _ := http.NewRequest("POST", base+"/v1/chat/completions", strings.NewReader(`{"model":"m","stream":true,"messages":[]}`))
-	for k, v := range map[string]string{HeaderAPIKey: f.plain, "Content-Type": "application/json", HeaderProvider: "openai",
-		"Authorization": "Bearer sk", HeaderCustomHost: up.URL + "/v1"} {
-		req.Header.Set(k, v)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
+	resp := f.postStream(t, base, up.URL+"/v1")
 	defer resp.Body.Close()
 	got, _ := io.ReadAll(resp.Body)
 	if resp.StatusCode != 200 || string(got) != sseEvents {
@@ -496,15 +503,7 @@ func TestStreamEventsArriveOneByOne(t *testing.T) {
 			}
 		}
 	})
-	req, _ := http.NewRequest("POST", base+"/v1/chat/completions", strings.NewReader(`{"model":"m","stream":true,"messages":[]}`))
-	for k, v := range map[string]string{HeaderAPIKey: f.plain, "Content-Type": "application/json", HeaderProvider: "openai",
-		"Authorization": "Bearer sk", HeaderCustomHost: up.URL + "/v1"} {
-		req.Header.Set(k, v)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
+	resp := f.postStream(t, base, up.URL+"/v1")
 	defer resp.Body.Close()
 	br := bufio.NewReader(resp.Body)
 	for i, want := range strings.SplitAfter(strings.TrimSuffix(sseEvents, "\n\n"), "\n\n") {
@@ -532,15 +531,7 @@ func TestStreamBreaksOff(t *testing.T) {
 		w.(http.Flusher).Flush()
 		panic(http.ErrAbortHandler)
 	})
-	req, _ := http.NewRequest("POST", base+"/v1/chat/completions", strings.NewReader(`{"model":"m","stream":true,"messages":[]}`))
-	for k, v := range map[string]string{HeaderAPIKey: f.plain, "Content-Type": "application/json", HeaderProvider: "openai",
-		"Authorization": "Bearer sk", HeaderCustomHost: up.URL + "/v1"} {
-		req.Header.Set(k, v)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
+	resp := f.postStream(t, base, up.URL+"/v1")
 	got, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
 	text := string(got)
@@ -568,15 +559,7 @@ func TestCallerGoingAwayClosesTheUpstreamStream(t *testing.T) {
 			}
 		}
 	})
-	req, _ := http.NewRequest("POST", base+"/v1/chat/completions", strings.NewReader(`{"model":"m","stream":true,"messages":[]}`))
-	for k, v := range map[string]string{HeaderAPIKey: f.plain, "Content-Type": "application/json", HeaderProvider: "openai",
-		"Authorization": "Bearer sk", HeaderCustomHost: up.URL + "/v1"} {
-		req.Header.Set(k, v)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
+	resp := f.postStream(t, base, up.URL+"/v1")
 	line, err := bufio.NewReader(resp.Body).ReadString('\n')
 	if err != nil || !strings.HasPrefix(line, "data: ") {
 		t.Fatalf("first event %q, %v", line, err)

@@ -1,11 +1,12 @@
 package bootstrap
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"sort"
 	"strings"
+
+	"github.com/llmgw/gateway/runtime/config"
 )
 
 // Problem is one thing wrong in a bootstrap file: where (a JSON path such as providers[0].custom_host) and what.
@@ -202,24 +203,5 @@ func (o *object) unread() []string {
 	return names
 }
 
-// kind names the JSON type of raw.
-func kind(raw json.RawMessage) string {
-	raw = bytes.TrimSpace(raw)
-	if len(raw) == 0 {
-		return "nothing"
-	}
-	switch raw[0] {
-	case '{':
-		return "object"
-	case '[':
-		return "array"
-	case '"':
-		return "string"
-	case 't', 'f':
-		return "boolean"
-	case 'n':
-		return "null"
-	default:
-		return "number"
-	}
-}
+// kind names the JSON type of raw, as config errors do.
+func kind(raw json.RawMessage) string { return config.Kind(raw) }

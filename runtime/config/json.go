@@ -56,7 +56,11 @@ func isIdent(s string) bool {
 }
 
 // kind names the JSON type of a value that encoding/json has already checked.
-func kind(raw json.RawMessage) string {
+func kind(raw json.RawMessage) string { return Kind(raw) }
+
+// Kind names the JSON type of a value for error messages: object, array, string, boolean, null or number
+// ("nothing" for empty input). Other validators of JSON input (the bootstrap file) share it.
+func Kind(raw json.RawMessage) string {
 	raw = bytes.TrimSpace(raw)
 	if len(raw) == 0 {
 		return "nothing"
