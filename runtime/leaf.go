@@ -46,7 +46,8 @@ func (e *Engine) execLeaf(ctx context.Context, st *state, n *config.Node) *outco
 	if err != nil {
 		return &outcome{err: gwerr.Internal(err), path: n.Path}
 	}
-	out := e.attempts(ctx, st.req, n, adapter, t, &providers.Call{Endpoint: st.req.Endpoint, Body: body, Stream: st.req.Stream})
+	out := e.attempts(ctx, st.req, n, adapter, t, &providers.Call{Endpoint: st.req.Endpoint, Body: body, Stream: st.req.Stream,
+		Strict: n.StrictCompliance})
 	if br != nil {
 		status := out.status
 		if out.err != nil {
@@ -143,7 +144,11 @@ func (e *Engine) resolveTarget(ctx context.Context, req *Request, n *config.Node
 		return nil, nil, "", gwerr.BadRequest(hostParam.String(), "%v", err)
 	}
 	baseURL = strings.TrimRight(baseURL, "/")
-	t := &providers.Target{Provider: id, BaseURL: baseURL, APIKey: apiKey, Fields: fields, Header: req.Header}
+	header := req.Header
+	if header == nil {
+		header = noHeader
+	}
+	t := &providers.Target{Provider: id, BaseURL: baseURL, APIKey: apiKey, Fields: fields, Header: header, Client: e.client}
 	t.Forward = forwardHeaders(req, n)
 	if n.CircuitBreaker == nil {
 		return t, adapter, "", nil
@@ -151,6 +156,8 @@ func (e *Engine) resolveTarget(ctx context.Context, req *Request, n *config.Node
 	sum := sha256.Sum256([]byte(apiKey))
 	return t, adapter, id + "|" + baseURL + "|" + hex.EncodeToString(sum[:8]), nil
 }
+
+func noHeader(string) string { return "" }
 
 // param names an input for an error: a field of a config node, or a header when n is nil.
 type param struct {
@@ -317,8 +324,13 @@ func (e *Engine) attempt(ctx context.Context, adapter providers.Adapter, t *prov
 		return &outcome{err: transportError(ctx, actx, t, err)}
 	}
 	header := passHeaders(resp.Header)
-	if call.Stream && resp.StatusCode >= 200 && resp.StatusCode < 300 {
-		return &outcome{status: resp.StatusCode, header: header, stream: &attemptStream{ReadCloser: resp.Body, cancel: cancel}}
+	success := resp.StatusCode >= 200 && resp.StatusCode < 300
+	if call.Stream && success {
+		stream := resp.Body
+		if tr, ok := adapter.(providers.StreamTranslator); ok {
+			stream = tr.TranslateStream(t, call, resp.Body)
+		}
+		return &outcome{status: resp.StatusCode, header: header, stream: &attemptStream{ReadCloser: stream, cancel: cancel}}
 	}
 	body, err := readBody(resp)
 	resp.Body.Close()
@@ -326,11 +338,34 @@ func (e *Engine) attempt(ctx context.Context, adapter providers.Adapter, t *prov
 	if err != nil {
 		return &outcome{err: transportError(ctx, actx, t, err)}
 	}
-	if resp.StatusCode >= 200 && resp.StatusCode < 300 && !json.Valid(body) {
+	if !success {
+		if tr, ok := adapter.(providers.ErrorTranslator); ok {
+			body = tr.TranslateError(t, call, resp.StatusCode, body)
+			header = jsonHeader(header)
+		}
+		return &outcome{status: resp.StatusCode, header: header, body: body}
+	}
+	if !json.Valid(body) {
 		return &outcome{err: &gwerr.Error{Status: http.StatusBadGateway, Code: gwerr.CodeUpstream,
 			Message: fmt.Sprintf("%s answered %d with a body that is not JSON", t.Provider, resp.StatusCode)}}
 	}
+	if tr, ok := adapter.(providers.ResponseTranslator); ok {
+		if body, err = tr.TranslateResponse(t, call, body); err != nil {
+			return &outcome{err: &gwerr.Error{Status: http.StatusBadGateway, Code: gwerr.CodeUpstream, Err: err,
+				Message: fmt.Sprintf("%s answered in a shape the gateway could not translate: %v", t.Provider, err)}}
+		}
+		header = jsonHeader(header)
+	}
 	return &outcome{status: resp.StatusCode, header: header, body: body}
+}
+
+// jsonHeader marks a translated answer as JSON, whatever type the provider's own answer had.
+func jsonHeader(h http.Header) http.Header {
+	if h == nil {
+		h = make(http.Header, 1)
+	}
+	h.Set("Content-Type", "application/json")
+	return h
 }
 
 // readBody reads a whole upstream answer, in one allocation when its length is declared.

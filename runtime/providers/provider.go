@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"sort"
 	"sync"
@@ -43,8 +44,11 @@ type Target struct {
 	// Forward holds the caller's headers that the config or x-gateway-forward-headers names, to send unchanged.
 	Forward http.Header
 	// Header reads one of the caller's request headers (the cloud headers x-gateway-cloudx-* and the like).
-	// It is valid only while the call is being built.
+	// It is valid only while the call is being built; it is never nil.
 	Header func(name string) string
+	// Client is the gateway's pooled, host-guarded HTTP client, for adapters that call a side service while
+	// building a request (Vertex AI's token exchange).
+	Client *http.Client
 }
 
 // StringField returns a string provider field, or "".
@@ -66,12 +70,39 @@ type Call struct {
 	Endpoint Endpoint
 	Body     []byte
 	Stream   bool
+	// Strict is the target's strict_llmvendor_compliance: answers carry only OpenAI's fields. When false,
+	// translators keep provider extras (content_blocks, thinking text) as SPEC.md's completion response shows.
+	Strict bool
 }
 
 // Adapter turns a call into the provider's HTTP request. Adapters whose wire format differs from OpenAI's also
 // implement the optional interfaces below; an adapter that speaks OpenAI's format needs only NewRequest.
+// NewRequest may do I/O (a signed request, a token exchange through Target.Client) and must honour ctx.
 type Adapter interface {
 	NewRequest(ctx context.Context, t *Target, c *Call) (*http.Request, error)
+}
+
+// ResponseTranslator turns a provider's 2xx, non-streamed answer into OpenAI's shape (a chat.completion,
+// text_completion or embeddings list). An error means the answer could not be understood: the runtime treats
+// it as a failed call (502 upstream_error).
+type ResponseTranslator interface {
+	TranslateResponse(t *Target, c *Call, body []byte) ([]byte, error)
+}
+
+// StreamTranslator turns a provider's 2xx streamed body into OpenAI server-sent events: "data: {chunk}\n\n"
+// per chat.completion.chunk, ending with "data: [DONE]\n\n". The returned reader must yield each event as soon
+// as the provider's event that makes it has been read (never buffer the whole answer), return an error (not
+// io.EOF) when the provider's stream breaks or holds an error event, and close body when closed.
+type StreamTranslator interface {
+	TranslateStream(t *Target, c *Call, body io.ReadCloser) io.ReadCloser
+}
+
+// ErrorTranslator turns a provider's error answer (status outside 2xx) into OpenAI's error shape:
+// {"error": {"message": <the provider's own message>, "type": ..., "code": ..., "param": null,
+// "provider_error": <the provider's raw body, as JSON when it is JSON, else as a string>}}. The status stays
+// the provider's. OpenAI-compatible providers don't implement it: their error bodies pass through unchanged.
+type ErrorTranslator interface {
+	TranslateError(t *Target, c *Call, status int, body []byte) []byte
 }
 
 var (
