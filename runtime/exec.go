@@ -83,6 +83,10 @@ func (e *Engine) exec(ctx context.Context, st *state, n *config.Node) *outcome {
 				break
 			}
 		}
+		if next < 0 { // validation requires a default; a hand-built plan might lack one
+			return &outcome{path: n.Path, err: gwerr.BadRequest(configParam(n, "strategy.default"),
+				"no condition matched and the conditional strategy has no default")}
+		}
 		return e.exec(ctx, st, n.Children[next])
 	default: // single: the first target
 		return e.exec(ctx, st, n.Children[0])
