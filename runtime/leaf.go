@@ -153,8 +153,17 @@ func (e *Engine) resolveTarget(ctx context.Context, req *Request, n *config.Node
 	if n.CircuitBreaker == nil {
 		return t, adapter, "", nil
 	}
-	sum := sha256.Sum256([]byte(apiKey))
-	return t, adapter, id + "|" + baseURL + "|" + hex.EncodeToString(sum[:8]), nil
+	// Adapters that build their own URL (Azure, Bedrock, Vertex) address it with fields and headers: they are
+	// part of the target's identity too.
+	h := sha256.New()
+	h.Write([]byte(apiKey))
+	fieldsJSON, _ := json.Marshal(fields) // map keys sorted: the same fields give the same bytes
+	h.Write(fieldsJSON)
+	for _, name := range []string{"x-gateway-cloudx-resource-name", "x-gateway-cloudx-deployment-id", "x-gateway-cloudz-region",
+		"x-gateway-cloudy-project-id", "x-gateway-cloudy-region"} {
+		h.Write([]byte(header(name)))
+	}
+	return t, adapter, id + "|" + baseURL + "|" + hex.EncodeToString(h.Sum(nil)[:8]), nil
 }
 
 func noHeader(string) string { return "" }
