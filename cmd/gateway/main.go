@@ -17,7 +17,9 @@ import (
 	"github.com/llmgw/gateway/routes"
 	"github.com/llmgw/gateway/runtime"
 	"github.com/llmgw/gateway/runtime/bootstrap"
-	_ "github.com/llmgw/gateway/runtime/providers/openai" // the adapters this binary ships
+	// The adapters this binary ships.
+	_ "github.com/llmgw/gateway/runtime/providers/azure"
+	_ "github.com/llmgw/gateway/runtime/providers/openai"
 	"github.com/llmgw/gateway/storage"
 )
 
