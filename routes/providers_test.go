@@ -3,8 +3,10 @@ package routes
 import (
 	"io"
 	"net/http"
+	"strings"
 	"testing"
 
+	_ "github.com/llmgw/gateway/runtime/providers/anthropic"
 	_ "github.com/llmgw/gateway/runtime/providers/azure"
 )
 
@@ -31,5 +33,40 @@ func TestAzureThroughTheGateway(t *testing.T) {
 		if r.Header.Get("api-key") != "azure-key" || r.Header.Get("Authorization") != "" {
 			t.Errorf("%s: upstream auth api-key=%q Authorization=%q", provider, r.Header.Get("api-key"), r.Header.Get("Authorization"))
 		}
+	}
+}
+
+func TestAnthropicThroughTheGateway(t *testing.T) {
+	f := newFixture(t, Options{})
+	up := newUpstream(t, func(w http.ResponseWriter, r *http.Request, _ int64) {
+		w.Header().Set("Content-Type", "application/json")
+		if r.Header.Get("x-api-key") != "sk-ant" {
+			w.WriteHeader(401)
+			io.WriteString(w, `{"type":"error","error":{"type":"authentication_error","message":"invalid x-api-key"}}`)
+			return
+		}
+		io.WriteString(w, `{"id":"msg_1","type":"message","role":"assistant","model":"claude-sonnet-4-5","content":[{"type":"text","text":"Hello!"}],"stop_reason":"end_turn","stop_sequence":null,"usage":{"input_tokens":5,"output_tokens":2}}`)
+	})
+	a := f.chat(t, chatBody, HeaderProvider, "anthropic", "Authorization", "Bearer sk-ant", HeaderCustomHost, up.URL+"/v1")
+	if a.status != 200 || a.header.Get(HeaderAnswerProvider) != "anthropic" {
+		t.Fatalf("%d %s", a.status, a.body)
+	}
+	got := a.json(t)
+	msg := got["choices"].([]any)[0].(map[string]any)["message"].(map[string]any)
+	if got["object"] != "chat.completion" || msg["content"] != "Hello!" || got["usage"].(map[string]any)["total_tokens"] != float64(7) {
+		t.Errorf("answer %s", a.body)
+	}
+	r, body := up.lastRequest()
+	if r.URL.Path != "/v1/messages" || !strings.Contains(body, `"max_tokens"`) {
+		t.Errorf("upstream got %s %s", r.URL.Path, body)
+	}
+	// The provider's error comes back in OpenAI's shape with the provider's status and raw body.
+	a = f.chat(t, chatBody, HeaderProvider, "anthropic", "Authorization", "Bearer wrong", HeaderCustomHost, up.URL+"/v1")
+	if a.status != 401 {
+		t.Fatalf("%d %s", a.status, a.body)
+	}
+	e := a.json(t)["error"].(map[string]any)
+	if e["message"] != "invalid x-api-key" || e["provider_error"] == nil {
+		t.Errorf("error %s", a.body)
 	}
 }

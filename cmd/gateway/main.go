@@ -18,6 +18,7 @@ import (
 	"github.com/llmgw/gateway/runtime"
 	"github.com/llmgw/gateway/runtime/bootstrap"
 	// The adapters this binary ships.
+	_ "github.com/llmgw/gateway/runtime/providers/anthropic"
 	_ "github.com/llmgw/gateway/runtime/providers/azure"
 	_ "github.com/llmgw/gateway/runtime/providers/openai"
 	"github.com/llmgw/gateway/storage"

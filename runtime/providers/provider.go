@@ -65,7 +65,8 @@ func (t *Target) StringField(name string) string {
 }
 
 // Call is one call of an endpoint: the OpenAI-shaped request body (overrides applied) and what the runtime
-// already knows of it.
+// already knows of it. Stream is what the runtime will read: an adapter must make the body it sends ask for a
+// stream exactly when Stream is set, whatever override_params put in the body.
 type Call struct {
 	Endpoint Endpoint
 	Body     []byte

@@ -1,0 +1,15 @@
+// Package anthropicmsg translates between OpenAI's chat completions format and Anthropic's Messages API, for
+// every adapter that reaches Claude models: the direct Anthropic API (runtime/providers/anthropic) and Anthropic
+// models published on Vertex AI. It owns the wire types of the Messages API (types.go), the request translation
+// (request.go), the non-streamed answer (response.go), the server-sent event stream (stream.go) and the error
+// body (errors.go). It knows nothing of URLs, headers or authentication: those are the adapters'.
+//
+// It imports only the standard library and runtime/gwerr; it must not import runtime/providers or any adapter.
+// Its functions are safe for concurrent use; a reader returned by Stream belongs to one goroutine.
+//
+// Example:
+//
+//	body, model, err := anthropicmsg.Request(openAIBody, anthropicmsg.RequestOptions{})
+//	// POST body to https://api.anthropic.com/v1/messages, then:
+//	completion, err := anthropicmsg.Response(answer, strict)
+package anthropicmsg

@@ -1,0 +1,438 @@
+package anthropicmsg
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"sync"
+	"unicode/utf8"
+)
+
+// MaxEventSize bounds one server-sent event of an Anthropic stream; a longer one breaks the stream.
+const MaxEventSize = 16 << 20
+
+// ErrEventTooLarge is returned by a stream whose event exceeds MaxEventSize.
+var ErrEventTooLarge = errors.New("anthropicmsg: stream event too large")
+
+// Stream translates an Anthropic SSE stream (message_start, content_block_start/delta/stop, message_delta,
+// message_stop, ping, error) into OpenAI chunk events ending with data: [DONE]; it closes body when closed.
+//
+// Each Anthropic event that carries something is translated as soon as it is read: message_start gives the
+// chunk with role "assistant", text deltas give content, a tool_use block gives a tool call (id, name) and its
+// input_json_delta events give argument deltas with the tool call's index, message_delta gives the chunk with
+// finish_reason and usage, message_stop gives data: [DONE]. When strict is false, thinking arrives as
+// delta.content_blocks [{"index": <block index>, "delta": {"thinking"|"signature": ...}}] (redacted thinking as
+// {"type": "redacted_thinking", "data": ...}); when strict is true it is dropped. An error event is returned as a
+// *StreamError, and a stream that ends before message_stop as an error wrapping io.ErrUnexpectedEOF.
+//
+// The reader belongs to one goroutine; Close may be called from another one to abort it.
+func Stream(body io.ReadCloser, strict bool) io.ReadCloser {
+	return &stream{body: body, br: bufio.NewReaderSize(body, 8<<10), strict: strict}
+}
+
+// event is any Anthropic stream event; the fields present depend on its type.
+type event struct {
+	Type         string       `json:"type"`
+	Message      *message     `json:"message"`
+	Index        int          `json:"index"`
+	ContentBlock contentBlock `json:"content_block"`
+	Delta        eventDelta   `json:"delta"`
+	Usage        *usage       `json:"usage"`
+	Error        apiError     `json:"error"`
+}
+
+type eventDelta struct {
+	Type        string `json:"type"`
+	Text        string `json:"text"`
+	PartialJSON string `json:"partial_json"`
+	Thinking    string `json:"thinking"`
+	Signature   string `json:"signature"`
+	StopReason  string `json:"stop_reason"`
+}
+
+type stream struct {
+	body      io.ReadCloser
+	br        *bufio.Reader
+	strict    bool
+	closeOnce sync.Once
+
+	out []byte // translated events not yet read
+	off int
+	err error // the error after out is drained: io.EOF after [DONE], or why the stream broke
+
+	line    []byte // a line longer than br's buffer
+	data    []byte // the data lines of the event being read
+	hasData bool
+	ev      event
+	scratch []byte // the unescaped value of a delta read by parseDelta
+
+	prefix   []byte // `data: {"id":...,"choices":[{"index":0,"delta":` of every chunk
+	finished bool   // the chunk with finish_reason is out
+	tools    []toolSlot
+	in, outT int64 // usage so far
+	read     int64
+	write    int64
+	hasRead  bool
+	hasUsage bool
+}
+
+// toolSlot maps an Anthropic content block index to the OpenAI tool call index.
+type toolSlot struct{ block, call int }
+
+func (s *stream) Read(p []byte) (int, error) {
+	if len(p) == 0 {
+		return 0, nil
+	}
+	for s.off >= len(s.out) {
+		if s.err != nil {
+			return 0, s.err
+		}
+		s.out, s.off = s.out[:0], 0
+		s.err = s.step()
+	}
+	n := copy(p, s.out[s.off:])
+	s.off += n
+	return n, nil
+}
+
+func (s *stream) Close() error {
+	var err error
+	s.closeOnce.Do(func() { err = s.body.Close() })
+	return err
+}
+
+// step reads one line of the provider's stream and translates the event it ends, if any.
+func (s *stream) step() error {
+	line, err := s.readLine()
+	if err != nil {
+		if errors.Is(err, io.EOF) {
+			if len(line) > 0 { // a last line without a newline, then a blank line
+				if err := s.field(line); err != nil {
+					return err
+				}
+			}
+			if s.hasData {
+				if err := s.dispatch(); err != nil {
+					return err // errDone when the last event was message_stop
+				}
+			}
+			return fmt.Errorf("anthropicmsg: stream ended before message_stop: %w", io.ErrUnexpectedEOF)
+		}
+		if errors.Is(err, ErrEventTooLarge) {
+			return err
+		}
+		return fmt.Errorf("anthropicmsg: read stream: %w", err)
+	}
+	if len(line) == 0 {
+		if !s.hasData {
+			return nil
+		}
+		return s.dispatch()
+	}
+	return s.field(line)
+}
+
+var doneEvent = []byte("data: [DONE]\n\n")
+
+// errDone ends the stream after [DONE]; Read reports it as io.EOF.
+var errDone = io.EOF
+
+// readLine returns the next line without its line ending. The slice is valid until the next call.
+func (s *stream) readLine() ([]byte, error) {
+	line, err := s.br.ReadSlice('\n')
+	if errors.Is(err, bufio.ErrBufferFull) {
+		s.line = append(s.line[:0], line...)
+		for errors.Is(err, bufio.ErrBufferFull) {
+			line, err = s.br.ReadSlice('\n')
+			if len(s.line)+len(line)+len(s.data) > MaxEventSize {
+				return nil, ErrEventTooLarge
+			}
+			s.line = append(s.line, line...)
+		}
+		line = s.line
+	}
+	line = bytes.TrimSuffix(line, []byte{'\n'})
+	line = bytes.TrimSuffix(line, []byte{'\r'})
+	return line, err
+}
+
+// field handles one non-blank line: data lines gather, comments and other fields are skipped.
+func (s *stream) field(line []byte) error {
+	if line[0] == ':' {
+		return nil
+	}
+	name, value, found := bytes.Cut(line, []byte{':'})
+	if !found || string(name) != "data" {
+		return nil // event: (the type is in the data too), id:, retry:
+	}
+	value = bytes.TrimPrefix(value, []byte{' '})
+	if s.hasData {
+		s.data = append(s.data, '\n')
+	}
+	if len(s.data)+len(value) > MaxEventSize {
+		return ErrEventTooLarge
+	}
+	s.data = append(s.data, value...)
+	s.hasData = true
+	return nil
+}
+
+// dispatch translates the event whose data has been gathered.
+func (s *stream) dispatch() error {
+	data := s.data
+	s.data, s.hasData = s.data[:0], false
+	if string(data) == "[DONE]" {
+		return nil
+	}
+	if d, ok := parseDelta(data, s.scratch); ok {
+		s.scratch = d.value[:0]
+		s.start("", "")
+		emitDelta(s, d.index, d.typ, d.value)
+		return nil
+	}
+	s.ev = event{}
+	if err := json.Unmarshal(data, &s.ev); err != nil {
+		return fmt.Errorf("anthropicmsg: decode stream event: %w", err)
+	}
+	ev := &s.ev
+	switch ev.Type {
+	case "message_start":
+		if s.prefix != nil {
+			return nil
+		}
+		var id, model string
+		if m := ev.Message; m != nil {
+			id, model = m.ID, m.Model
+			s.addUsage(m.Usage)
+		}
+		s.start(id, model)
+		s.chunk(append(s.deltaBuf(), `{"role":"assistant","content":""}`...))
+	case "content_block_start":
+		s.start("", "")
+		b := &ev.ContentBlock
+		switch b.Type {
+		case "text":
+			if b.Text != "" {
+				s.chunk(append(appendString(append(s.deltaBuf(), `{"content":`...), b.Text), '}'))
+			}
+		case "tool_use":
+			call := len(s.tools)
+			s.tools = append(s.tools, toolSlot{block: ev.Index, call: call})
+			d := append(s.deltaBuf(), `{"tool_calls":[{"index":`...)
+			d = strconv.AppendInt(d, int64(call), 10)
+			d = appendString(append(d, `,"id":`...), b.ID)
+			d = appendString(append(d, `,"type":"function","function":{"name":`...), b.Name)
+			s.chunk(append(d, `,"arguments":""}}]}`...))
+		case "thinking":
+			if !s.strict && b.Thinking != "" {
+				s.chunk(blockDelta(s, ev.Index, "thinking", b.Thinking))
+			}
+		case "redacted_thinking":
+			if !s.strict {
+				d := s.blockDeltaStart(ev.Index)
+				d = appendString(append(d, `"type":"redacted_thinking","data":`...), b.Data)
+				s.chunk(append(d, "}}]}"...))
+			}
+		}
+	case "content_block_delta":
+		s.start("", "")
+		d := &ev.Delta
+		switch d.Type {
+		case "text_delta":
+			emitDelta(s, ev.Index, d.Type, d.Text)
+		case "input_json_delta":
+			emitDelta(s, ev.Index, d.Type, d.PartialJSON)
+		case "thinking_delta":
+			emitDelta(s, ev.Index, d.Type, d.Thinking)
+		case "signature_delta":
+			emitDelta(s, ev.Index, d.Type, d.Signature)
+		}
+	case "message_delta":
+		s.start("", "")
+		s.addUsage(ev.Usage)
+		if !s.finished {
+			s.finish(FinishReason(ev.Delta.StopReason))
+		}
+	case "message_stop":
+		s.start("", "")
+		if !s.finished {
+			s.finish("stop")
+		}
+		s.out = append(s.out, doneEvent...)
+		return errDone
+	case "error":
+		return &StreamError{Type: ev.Error.Type, Message: ev.Error.Message}
+	}
+	// ping, content_block_stop and event types added later carry nothing to translate.
+	return nil
+}
+
+// start makes the chunk prefix once, from message_start or, when a stream lacks one, empty.
+func (s *stream) start(id, model string) {
+	if s.prefix != nil {
+		return
+	}
+	p := make([]byte, 0, 96+len(id)+len(model))
+	p = appendString(append(p, `data: {"id":`...), id)
+	p = strconv.AppendInt(append(p, `,"object":"chat.completion.chunk","created":`...), now().Unix(), 10)
+	p = appendString(append(p, `,"model":`...), model)
+	s.prefix = append(p, `,"choices":[{"index":0,"delta":`...)
+}
+
+// deltaBuf returns s.out ready for a delta: the pending output followed by the chunk prefix.
+func (s *stream) deltaBuf() []byte { return append(s.out, s.prefix...) }
+
+// chunk ends a chunk whose delta has been appended to deltaBuf's slice.
+func (s *stream) chunk(b []byte) { s.out = append(b, `,"finish_reason":null}]}`+"\n\n"...) }
+
+func (s *stream) blockDeltaStart(index int) []byte {
+	d := append(s.deltaBuf(), `{"content_blocks":[{"index":`...)
+	d = strconv.AppendInt(d, int64(index), 10)
+	return append(d, `,"delta":{`...)
+}
+
+func blockDelta[S ~string | ~[]byte](s *stream, index int, field string, value S) []byte {
+	d := append(s.blockDeltaStart(index), '"')
+	d = append(d, field...)
+	d = appendString(append(d, `":`...), value)
+	return append(d, "}}]}"...)
+}
+
+// emitDelta translates a content_block_delta: text, tool-call arguments, or (when not strict) thinking and its
+// signature. Empty values make no chunk.
+func emitDelta[S ~string | ~[]byte](s *stream, index int, typ string, v S) {
+	if len(v) == 0 {
+		return
+	}
+	switch typ {
+	case "text_delta":
+		s.chunk(append(appendString(append(s.deltaBuf(), `{"content":`...), v), '}'))
+	case "input_json_delta":
+		call := s.toolCall(index)
+		if call < 0 {
+			return // arguments of a tool call that never started
+		}
+		b := append(s.deltaBuf(), `{"tool_calls":[{"index":`...)
+		b = strconv.AppendInt(b, int64(call), 10)
+		b = appendString(append(b, `,"function":{"arguments":`...), v)
+		s.chunk(append(b, "}}]}"...))
+	case "thinking_delta":
+		if !s.strict {
+			s.chunk(blockDelta(s, index, "thinking", v))
+		}
+	case "signature_delta":
+		if !s.strict {
+			s.chunk(blockDelta(s, index, "signature", v))
+		}
+	}
+}
+
+func (s *stream) toolCall(block int) int {
+	for _, t := range s.tools {
+		if t.block == block {
+			return t.call
+		}
+	}
+	return -1
+}
+
+func (s *stream) addUsage(u *usage) {
+	if u == nil {
+		return
+	}
+	s.hasUsage = true
+	if u.InputTokens != nil {
+		s.in = *u.InputTokens
+	}
+	if u.OutputTokens != nil {
+		s.outT = *u.OutputTokens
+	}
+	if u.CacheReadInputTokens != nil {
+		s.read, s.hasRead = *u.CacheReadInputTokens, true
+	}
+	if u.CacheCreationInputTokens != nil {
+		s.write = *u.CacheCreationInputTokens
+	}
+}
+
+// finish writes the last chunk: an empty delta, the finish reason, and the usage when the stream reported any.
+func (s *stream) finish(reason string) {
+	s.finished = true
+	b := append(s.deltaBuf(), `{},"finish_reason":`...)
+	b = appendString(b, reason)
+	b = append(b, "}]"...)
+	if s.hasUsage {
+		prompt := s.in + s.read + s.write
+		b = strconv.AppendInt(append(b, `,"usage":{"prompt_tokens":`...), prompt, 10)
+		b = strconv.AppendInt(append(b, `,"completion_tokens":`...), s.outT, 10)
+		b = strconv.AppendInt(append(b, `,"total_tokens":`...), prompt+s.outT, 10)
+		if s.hasRead {
+			b = strconv.AppendInt(append(b, `,"prompt_tokens_details":{"cached_tokens":`...), s.read, 10)
+			b = append(b, '}')
+		}
+		b = append(b, '}')
+	}
+	s.out = append(b, "}\n\n"...)
+}
+
+const hexDigits = "0123456789abcdef"
+
+// appendString appends s as a JSON string. Invalid UTF-8 becomes U+FFFD, as encoding/json does.
+func appendString[S ~string | ~[]byte](dst []byte, s S) []byte {
+	dst = append(dst, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			if c >= 0x20 && c != '"' && c != '\\' {
+				i++
+				continue
+			}
+			dst = append(dst, s[start:i]...)
+			switch c {
+			case '"', '\\':
+				dst = append(dst, '\\', c)
+			case '\n':
+				dst = append(dst, '\\', 'n')
+			case '\r':
+				dst = append(dst, '\\', 'r')
+			case '\t':
+				dst = append(dst, '\\', 't')
+			default:
+				dst = append(dst, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
+			}
+			i++
+			start = i
+			continue
+		}
+		r, size := decodeRune(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			dst = append(dst, s[start:i]...)
+			dst = append(dst, `\ufffd`...)
+			i += size
+			start = i
+			continue
+		}
+		if r == '\u2028' || r == '\u2029' {
+			dst = append(dst, s[start:i]...)
+			dst = append(dst, '\\', 'u', '2', '0', '2', hexDigits[r&0xf])
+			i += size
+			start = i
+			continue
+		}
+		i += size
+	}
+	dst = append(dst, s[start:]...)
+	return append(dst, '"')
+}
+
+// decodeRune is utf8.DecodeRune for a string or a byte slice, without converting either.
+func decodeRune[S ~string | ~[]byte](s S) (rune, int) {
+	var buf [utf8.UTFMax]byte
+	n := copy(buf[:], s)
+	return utf8.DecodeRune(buf[:n])
+}
