@@ -8,6 +8,7 @@ import (
 
 	_ "github.com/llmgw/gateway/runtime/providers/anthropic"
 	_ "github.com/llmgw/gateway/runtime/providers/azure"
+	_ "github.com/llmgw/gateway/runtime/providers/bedrock"
 )
 
 // Smoke tests of each shipped adapter through the whole gateway: the OpenAI-shaped request goes in, the
@@ -68,5 +69,30 @@ func TestAnthropicThroughTheGateway(t *testing.T) {
 	e := a.json(t)["error"].(map[string]any)
 	if e["message"] != "invalid x-api-key" || e["provider_error"] == nil {
 		t.Errorf("error %s", a.body)
+	}
+}
+
+func TestBedrockThroughTheGateway(t *testing.T) {
+	f := newFixture(t, Options{})
+	up := newUpstream(t, func(w http.ResponseWriter, r *http.Request, _ int64) {
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"output":{"message":{"role":"assistant","content":[{"text":"Hello!"}]}},"stopReason":"end_turn","usage":{"inputTokens":5,"outputTokens":2,"totalTokens":7},"metrics":{"latencyMs":10}}`)
+	})
+	a := f.chat(t, `{"model":"anthropic.claude-3-haiku-20240307-v1:0","messages":[{"role":"user","content":"Hi"}]}`,
+		HeaderProvider, "cloudz", HeaderCustomHost, up.URL, "x-gateway-cloudz-access-key-id", "AKIDEXAMPLE",
+		"x-gateway-cloudz-secret-access-key", "secret", "x-gateway-cloudz-region", "us-east-1")
+	if a.status != 200 || a.header.Get(HeaderAnswerProvider) != "bedrock" {
+		t.Fatalf("%d %s", a.status, a.body)
+	}
+	msg := a.json(t)["choices"].([]any)[0].(map[string]any)["message"].(map[string]any)
+	if msg["content"] != "Hello!" {
+		t.Errorf("answer %s", a.body)
+	}
+	r, _ := up.lastRequest()
+	if r.URL.EscapedPath() != "/model/anthropic.claude-3-haiku-20240307-v1%3A0/converse" {
+		t.Errorf("upstream path %s", r.URL.EscapedPath())
+	}
+	if auth := r.Header.Get("Authorization"); !strings.HasPrefix(auth, "AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE/") || !strings.Contains(auth, "/us-east-1/bedrock/aws4_request") {
+		t.Errorf("upstream not SigV4-signed: %q", auth)
 	}
 }

@@ -20,6 +20,7 @@ import (
 	// The adapters this binary ships.
 	_ "github.com/llmgw/gateway/runtime/providers/anthropic"
 	_ "github.com/llmgw/gateway/runtime/providers/azure"
+	_ "github.com/llmgw/gateway/runtime/providers/bedrock"
 	_ "github.com/llmgw/gateway/runtime/providers/openai"
 	"github.com/llmgw/gateway/storage"
 )

@@ -1,0 +1,327 @@
+package bedrock
+
+import "encoding/json"
+
+// OpenAI-side shapes the adapter reads (requests) and writes (answers). Only the fields the adapter uses are
+// declared; the rest of a caller's body is ignored.
+
+type chatRequest struct {
+	Model               string          `json:"model"`
+	Messages            []chatMessage   `json:"messages"`
+	MaxTokens           *int64          `json:"max_tokens"`
+	MaxCompletionTokens *int64          `json:"max_completion_tokens"`
+	Temperature         *float64        `json:"temperature"`
+	TopP                *float64        `json:"top_p"`
+	Stop                json.RawMessage `json:"stop"`
+	Tools               []chatTool      `json:"tools"`
+	ToolChoice          json.RawMessage `json:"tool_choice"`
+	ResponseFormat      *chatRespFormat `json:"response_format"`
+}
+
+type chatMessage struct {
+	Role       string          `json:"role"`
+	Content    json.RawMessage `json:"content"`
+	ToolCalls  []chatToolCall  `json:"tool_calls"`
+	ToolCallID string          `json:"tool_call_id"`
+}
+
+type chatPart struct {
+	Type     string `json:"type"`
+	Text     string `json:"text"`
+	ImageURL *struct {
+		URL string `json:"url"`
+	} `json:"image_url"`
+}
+
+type chatToolCall struct {
+	ID       string `json:"id"`
+	Type     string `json:"type"`
+	Function struct {
+		Name      string `json:"name"`
+		Arguments string `json:"arguments"`
+	} `json:"function"`
+}
+
+type chatTool struct {
+	Type     string `json:"type"`
+	Function struct {
+		Name        string          `json:"name"`
+		Description string          `json:"description"`
+		Parameters  json.RawMessage `json:"parameters"`
+	} `json:"function"`
+}
+
+type chatRespFormat struct {
+	Type       string `json:"type"`
+	JSONSchema *struct {
+		Name        string          `json:"name"`
+		Description string          `json:"description"`
+		Schema      json.RawMessage `json:"schema"`
+	} `json:"json_schema"`
+}
+
+// chatCompletion is OpenAI's chat.completion answer.
+type chatCompletion struct {
+	ID      string       `json:"id"`
+	Object  string       `json:"object"`
+	Created int64        `json:"created"`
+	Model   string       `json:"model"`
+	Choices []chatChoice `json:"choices"`
+	Usage   *openaiUsage `json:"usage,omitempty"`
+}
+
+type chatChoice struct {
+	Index        int             `json:"index"`
+	Message      assistantOut    `json:"message"`
+	FinishReason string          `json:"finish_reason"`
+	Logprobs     json.RawMessage `json:"logprobs"`
+}
+
+type assistantOut struct {
+	Role          string         `json:"role"`
+	Content       *string        `json:"content"`
+	ToolCalls     []toolCallOut  `json:"tool_calls,omitempty"`
+	ContentBlocks []contentBlock `json:"content_blocks,omitempty"`
+}
+
+type toolCallOut struct {
+	ID       string `json:"id"`
+	Type     string `json:"type"`
+	Function struct {
+		Name      string `json:"name"`
+		Arguments string `json:"arguments"`
+	} `json:"function"`
+}
+
+// contentBlock is an item of message.content_blocks, the gateway's extra when answers are not strict.
+type contentBlock struct {
+	Type      string `json:"type"`
+	Text      string `json:"text,omitempty"`
+	Thinking  string `json:"thinking,omitempty"`
+	Signature string `json:"signature,omitempty"`
+	Data      string `json:"data,omitempty"`
+}
+
+type openaiUsage struct {
+	PromptTokens        int64          `json:"prompt_tokens"`
+	CompletionTokens    int64          `json:"completion_tokens"`
+	TotalTokens         int64          `json:"total_tokens"`
+	PromptTokensDetails *promptDetails `json:"prompt_tokens_details,omitempty"`
+}
+
+type promptDetails struct {
+	CachedTokens int64 `json:"cached_tokens"`
+}
+
+// Bedrock Converse request (POST /model/{modelId}/converse and /converse-stream).
+
+type converseRequest struct {
+	Messages        []brMessage      `json:"messages"`
+	System          []brSystemBlock  `json:"system,omitempty"`
+	InferenceConfig *inferenceConfig `json:"inferenceConfig,omitempty"`
+	ToolConfig      *toolConfig      `json:"toolConfig,omitempty"`
+	OutputConfig    *outputConfig    `json:"outputConfig,omitempty"`
+}
+
+type brSystemBlock struct {
+	Text string `json:"text"`
+}
+
+type brMessage struct {
+	Role    string    `json:"role"`
+	Content []brBlock `json:"content"`
+}
+
+// brBlock is a ContentBlock union: exactly one member is set.
+type brBlock struct {
+	Text       *string       `json:"text,omitempty"`
+	Image      *brImage      `json:"image,omitempty"`
+	ToolUse    *brToolUse    `json:"toolUse,omitempty"`
+	ToolResult *brToolResult `json:"toolResult,omitempty"`
+}
+
+type brImage struct {
+	Format string `json:"format"`
+	Source struct {
+		Bytes string `json:"bytes"` // base64, as the JSON protocol carries blobs
+	} `json:"source"`
+}
+
+type brToolUse struct {
+	ToolUseID string          `json:"toolUseId"`
+	Name      string          `json:"name"`
+	Input     json.RawMessage `json:"input"`
+}
+
+type brToolResult struct {
+	ToolUseID string              `json:"toolUseId"`
+	Content   []brToolResultBlock `json:"content"`
+}
+
+type brToolResultBlock struct {
+	Text string `json:"text"`
+}
+
+type inferenceConfig struct {
+	MaxTokens     *int64   `json:"maxTokens,omitempty"`
+	Temperature   *float64 `json:"temperature,omitempty"`
+	TopP          *float64 `json:"topP,omitempty"`
+	StopSequences []string `json:"stopSequences,omitempty"`
+}
+
+type toolConfig struct {
+	Tools      []brTool        `json:"tools"`
+	ToolChoice json.RawMessage `json:"toolChoice,omitempty"`
+}
+
+type brTool struct {
+	ToolSpec struct {
+		Name        string `json:"name"`
+		Description string `json:"description,omitempty"`
+		InputSchema struct {
+			JSON json.RawMessage `json:"json"`
+		} `json:"inputSchema"`
+	} `json:"toolSpec"`
+}
+
+type outputConfig struct {
+	TextFormat struct {
+		Type      string `json:"type"`
+		Structure struct {
+			JSONSchema struct {
+				Schema      string `json:"schema"`
+				Name        string `json:"name,omitempty"`
+				Description string `json:"description,omitempty"`
+			} `json:"jsonSchema"`
+		} `json:"structure"`
+	} `json:"textFormat"`
+}
+
+// Bedrock Converse answer.
+
+type converseResponse struct {
+	Output struct {
+		Message *struct {
+			Role    string          `json:"role"`
+			Content []brOutputBlock `json:"content"`
+		} `json:"message"`
+	} `json:"output"`
+	StopReason string   `json:"stopReason"`
+	Usage      *brUsage `json:"usage"`
+}
+
+type brOutputBlock struct {
+	Text             *string    `json:"text"`
+	ToolUse          *brToolUse `json:"toolUse"`
+	ReasoningContent *struct {
+		ReasoningText *struct {
+			Text      string `json:"text"`
+			Signature string `json:"signature"`
+		} `json:"reasoningText"`
+		RedactedContent string `json:"redactedContent"`
+	} `json:"reasoningContent"`
+}
+
+type brUsage struct {
+	InputTokens           int64 `json:"inputTokens"`
+	OutputTokens          int64 `json:"outputTokens"`
+	TotalTokens           int64 `json:"totalTokens"`
+	CacheReadInputTokens  int64 `json:"cacheReadInputTokens"`
+	CacheWriteInputTokens int64 `json:"cacheWriteInputTokens"`
+}
+
+// ConverseStream event payloads: each eventstream message's payload is the member named by its :event-type
+// header, without a wrapping key.
+
+type evContentBlockStart struct {
+	ContentBlockIndex int `json:"contentBlockIndex"`
+	Start             struct {
+		ToolUse *struct {
+			ToolUseID string `json:"toolUseId"`
+			Name      string `json:"name"`
+		} `json:"toolUse"`
+	} `json:"start"`
+}
+
+type evContentBlockDelta struct {
+	ContentBlockIndex int `json:"contentBlockIndex"`
+	Delta             struct {
+		Text    json.RawMessage `json:"text"` // kept as a JSON string literal, spliced into the chunk as is
+		ToolUse *struct {
+			Input json.RawMessage `json:"input"`
+		} `json:"toolUse"`
+		ReasoningContent *struct {
+			Text            json.RawMessage `json:"text"`
+			Signature       json.RawMessage `json:"signature"`
+			RedactedContent json.RawMessage `json:"redactedContent"`
+		} `json:"reasoningContent"`
+	} `json:"delta"`
+}
+
+type evMessageStop struct {
+	StopReason string `json:"stopReason"`
+}
+
+type evMetadata struct {
+	Usage *brUsage `json:"usage"`
+}
+
+type evException struct {
+	Message  string `json:"message"`
+	MessageU string `json:"Message"`
+}
+
+// Embeddings: OpenAI's request and answer, and the InvokeModel bodies of the embedding models.
+
+type embeddingsRequest struct {
+	Model          string          `json:"model"`
+	Input          json.RawMessage `json:"input"`
+	Dimensions     *int            `json:"dimensions"`
+	EncodingFormat string          `json:"encoding_format"`
+	InputType      string          `json:"input_type"` // Cohere's, accepted as an extension
+}
+
+type embeddingsList struct {
+	Object string          `json:"object"`
+	Data   []embeddingItem `json:"data"`
+	Model  string          `json:"model"`
+	Usage  embeddingsUsage `json:"usage"`
+}
+
+type embeddingItem struct {
+	Object    string `json:"object"`
+	Index     int    `json:"index"`
+	Embedding any    `json:"embedding"` // []float64, or a base64 string with encoding_format "base64"
+}
+
+type embeddingsUsage struct {
+	PromptTokens int64 `json:"prompt_tokens"`
+	TotalTokens  int64 `json:"total_tokens"`
+}
+
+type titanRequest struct {
+	InputText  string `json:"inputText"`
+	Dimensions *int   `json:"dimensions,omitempty"`
+}
+
+type titanResponse struct {
+	Embedding           []float64 `json:"embedding"`
+	InputTextTokenCount int64     `json:"inputTextTokenCount"`
+}
+
+type cohereRequest struct {
+	Texts           []string `json:"texts"`
+	InputType       string   `json:"input_type"`
+	OutputDimension *int     `json:"output_dimension,omitempty"`
+}
+
+type cohereResponse struct {
+	// Embeddings is [][]float (v3, response_type embeddings_floats) or {"float": [][]float} (embeddings_by_type).
+	Embeddings json.RawMessage `json:"embeddings"`
+	Meta       *struct {
+		BilledUnits *struct {
+			InputTokens int64 `json:"input_tokens"`
+		} `json:"billed_units"`
+	} `json:"meta"`
+	InputTextTokenCounts []int64 `json:"inputTextTokenCounts"`
+}
