@@ -9,6 +9,8 @@ import (
 	_ "github.com/llmgw/gateway/runtime/providers/anthropic"
 	_ "github.com/llmgw/gateway/runtime/providers/azure"
 	_ "github.com/llmgw/gateway/runtime/providers/bedrock"
+	_ "github.com/llmgw/gateway/runtime/providers/google"
+	_ "github.com/llmgw/gateway/runtime/providers/vertex"
 )
 
 // Smoke tests of each shipped adapter through the whole gateway: the OpenAI-shaped request goes in, the
@@ -94,5 +96,38 @@ func TestBedrockThroughTheGateway(t *testing.T) {
 	}
 	if auth := r.Header.Get("Authorization"); !strings.HasPrefix(auth, "AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE/") || !strings.Contains(auth, "/us-east-1/bedrock/aws4_request") {
 		t.Errorf("upstream not SigV4-signed: %q", auth)
+	}
+}
+
+func TestGeminiThroughTheGateway(t *testing.T) {
+	f := newFixture(t, Options{})
+	up := newUpstream(t, func(w http.ResponseWriter, r *http.Request, _ int64) {
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"candidates":[{"content":{"role":"model","parts":[{"text":"Hello!"}]},"finishReason":"STOP","index":0}],"usageMetadata":{"promptTokenCount":5,"candidatesTokenCount":2,"totalTokenCount":7}}`)
+	})
+	a := f.chat(t, `{"model":"gemini-2.0-flash","messages":[{"role":"user","content":"Hi"}]}`,
+		HeaderProvider, "google", "Authorization", "Bearer AIza-key", HeaderCustomHost, up.URL)
+	if a.status != 200 || a.header.Get(HeaderAnswerProvider) != "google" {
+		t.Fatalf("%d %s", a.status, a.body)
+	}
+	msg := a.json(t)["choices"].([]any)[0].(map[string]any)["message"].(map[string]any)
+	if msg["content"] != "Hello!" {
+		t.Errorf("answer %s", a.body)
+	}
+	r, _ := up.lastRequest()
+	if r.URL.Path != "/v1beta/models/gemini-2.0-flash:generateContent" || r.Header.Get("x-goog-api-key") != "AIza-key" {
+		t.Errorf("upstream got %s key %q", r.URL.Path, r.Header.Get("x-goog-api-key"))
+	}
+	// Vertex with a caller's access token.
+	a = f.chat(t, `{"model":"gemini-2.0-flash","messages":[{"role":"user","content":"Hi"}]}`,
+		HeaderProvider, "cloudy", "Authorization", "Bearer ya29.token", HeaderCustomHost, up.URL,
+		"x-gateway-cloudy-project-id", "proj-1", "x-gateway-cloudy-region", "us-central1")
+	if a.status != 200 || a.header.Get(HeaderAnswerProvider) != "vertex-ai" {
+		t.Fatalf("vertex: %d %s", a.status, a.body)
+	}
+	r, _ = up.lastRequest()
+	if r.URL.Path != "/v1/projects/proj-1/locations/us-central1/publishers/google/models/gemini-2.0-flash:generateContent" ||
+		r.Header.Get("Authorization") != "Bearer ya29.token" {
+		t.Errorf("vertex upstream got %s auth %q", r.URL.Path, r.Header.Get("Authorization"))
 	}
 }

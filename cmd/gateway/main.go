@@ -21,7 +21,9 @@ import (
 	_ "github.com/llmgw/gateway/runtime/providers/anthropic"
 	_ "github.com/llmgw/gateway/runtime/providers/azure"
 	_ "github.com/llmgw/gateway/runtime/providers/bedrock"
+	_ "github.com/llmgw/gateway/runtime/providers/google"
 	_ "github.com/llmgw/gateway/runtime/providers/openai"
+	_ "github.com/llmgw/gateway/runtime/providers/vertex"
 	"github.com/llmgw/gateway/storage"
 )
 
