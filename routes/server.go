@@ -27,6 +27,8 @@ type Options struct {
 	Logger *slog.Logger
 	// AccessLog writes one debug line per request. Off by default: the line costs more than the request.
 	AccessLog bool
+	// Plugins is the wasm engine behind /v1/plugins. Nil: those endpoints answer 503.
+	Plugins PluginHost
 }
 
 // Server is the gateway's HTTP front: the fiber app with its middleware and routes.
@@ -37,6 +39,7 @@ type Server struct {
 	log    *slog.Logger
 
 	accessLogs bool
+	plugins    PluginHost
 }
 
 // New builds the server over the store and the engine. Call Serve to accept connections and Shutdown to stop.
@@ -53,7 +56,7 @@ func New(store *storage.Store, engine *runtime.Engine, opts Options) *Server {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
-	s := &Server{store: store, engine: engine, log: opts.Logger, accessLogs: opts.AccessLog}
+	s := &Server{store: store, engine: engine, log: opts.Logger, accessLogs: opts.AccessLog, plugins: opts.Plugins}
 	s.app = fiber.New(fiber.Config{
 		AppName:               "gateway",
 		BodyLimit:             opts.BodyLimit,
@@ -78,6 +81,11 @@ func (s *Server) routes() {
 	v1.Post("/api-keys", s.createAPIKey)
 	v1.Get("/api-keys/:id", s.getAPIKey)
 	v1.Delete("/api-keys/:id", s.deleteAPIKey)
+
+	v1.Get("/plugins", s.listPlugins)
+	v1.Put("/plugins/:id", s.putPlugin)
+	v1.Get("/plugins/:id", s.getPlugin)
+	v1.Delete("/plugins/:id", s.deletePlugin)
 
 	v1.Post("/chat/completions", s.inference(providers.ChatCompletions))
 	v1.Post("/completions", s.inference(providers.Completions))

@@ -1,0 +1,60 @@
+package hostapi
+
+// Version is the ABI version this package describes; the host module is named ModuleName.
+const Version = 1
+
+// ModuleName is the import module of the host functions of ABI v1.
+const ModuleName = "gateway_v1"
+
+// Guest exports of ABI v1.
+const (
+	ExportMarker = "gateway_abi_v1"
+	ExportAlloc  = "gateway_alloc"
+	ExportCall   = "gateway_call"
+)
+
+// Host functions of ModuleName.
+const (
+	ImportLog          = "log"
+	ImportNowUnixMs    = "now_unix_ms"
+	ImportRequestField = "request_field"
+)
+
+// Kind says what a call asks of the plugin.
+type Kind int32
+
+// Call kinds.
+const (
+	KindCheck     Kind = 1
+	KindCondition Kind = 2
+)
+
+// Log levels of the log host function.
+const (
+	LevelDebug int32 = 0
+	LevelInfo  int32 = 1
+	LevelWarn  int32 = 2
+	LevelError int32 = 3
+)
+
+// Input field tags.
+const (
+	TagText          byte = 1
+	TagModel         byte = 2
+	TagMetadataKey   byte = 3
+	TagMetadataValue byte = 4
+	TagParamName     byte = 5
+	TagParamValue    byte = 6
+	TagCheckID       byte = 7
+	TagStage         byte = 8
+	TagEndpoint      byte = 9
+)
+
+// Output field tags.
+const (
+	TagVerdict         byte = 1
+	TagData            byte = 2
+	TagTransformedText byte = 3
+	TagError           byte = 4
+	TagMatch           byte = 5
+)
