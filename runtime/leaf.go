@@ -377,12 +377,19 @@ func jsonHeader(h http.Header) http.Header {
 	return h
 }
 
-// readBody reads a whole upstream answer, in one allocation when its length is declared.
+// readBody reads a whole upstream answer, in one allocation when its length is declared. It reads on to the
+// end of the body: net/http reuses a connection only once its body has been read to EOF.
 func readBody(resp *http.Response) ([]byte, error) {
 	if n := resp.ContentLength; n >= 0 && n <= maxUpstreamBody {
 		body := make([]byte, n)
-		_, err := io.ReadFull(resp.Body, body)
-		return body, err
+		if _, err := io.ReadFull(resp.Body, body); err != nil {
+			return nil, err
+		}
+		var probe [1]byte
+		if m, err := resp.Body.Read(probe[:]); m != 0 || (err != nil && err != io.EOF) {
+			return nil, fmt.Errorf("answer longer than its Content-Length of %d bytes", n)
+		}
+		return body, nil
 	}
 	return io.ReadAll(io.LimitReader(resp.Body, maxUpstreamBody))
 }
