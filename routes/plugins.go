@@ -18,7 +18,7 @@ import (
 type PluginHost interface {
 	Validate(ctx context.Context, wasm []byte) error
 	Load(ctx context.Context, workspaceID, id string, wasm []byte) error
-	Remove(workspaceID, id string)
+	Remove(workspaceID, id string) bool
 }
 
 // pluginLoadTimeout bounds compiling and instantiating an uploaded module (a cold Go guest compiles in seconds).

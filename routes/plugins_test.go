@@ -38,11 +38,13 @@ func (h *fakePluginHost) Load(_ context.Context, ws, id string, wasm []byte) err
 	return nil
 }
 
-func (h *fakePluginHost) Remove(ws, id string) {
+func (h *fakePluginHost) Remove(ws, id string) bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	_, had := h.loaded[ws+"/"+id]
 	delete(h.loaded, ws+"/"+id)
 	h.removed = append(h.removed, ws+"/"+id)
+	return had
 }
 
 func (f *fixture) putWasm(t *testing.T, key, id, contentType string, wasm []byte) answer {

@@ -37,10 +37,12 @@ func (h *recordingHost) Load(_ context.Context, ws, id string, wasm []byte) erro
 	return nil
 }
 
-func (h *recordingHost) Remove(ws, id string) {
+func (h *recordingHost) Remove(ws, id string) bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	_, had := h.loaded[ws+"/"+id]
 	delete(h.loaded, ws+"/"+id)
+	return had
 }
 
 func TestPluginWatcher(t *testing.T) {
