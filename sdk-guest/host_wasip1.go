@@ -1,0 +1,96 @@
+//go:build wasip1
+
+package sdk
+
+import (
+	"unsafe"
+
+	"github.com/llmgw/gateway/hostapi"
+)
+
+// The ABI v1 exports. The names must match hostapi.ExportMarker, hostapi.ExportAlloc and hostapi.ExportCall
+// (TestExportNames checks them).
+
+//go:wasmexport gateway_abi_v1
+func gatewayABIv1() {}
+
+// inBuf is the buffer gateway_alloc hands out; pending keeps earlier ones alive until the next gateway_call
+// returns, in case the host asks twice.
+var (
+	inBuf   = make([]byte, 4096)
+	pending [][]byte
+)
+
+//go:wasmexport gateway_alloc
+func gatewayAlloc(size int32) unsafe.Pointer {
+	if size < 0 {
+		return nil
+	}
+	if int(size) > len(inBuf) {
+		pending = append(pending, inBuf)
+		inBuf = make([]byte, max(int(size), 2*len(inBuf)))
+	}
+	return unsafe.Pointer(unsafe.SliceData(inBuf))
+}
+
+//go:wasmexport gateway_call
+func gatewayCall(kind int32, ptr, n uint32) uint64 {
+	in, ok := allocated(ptr, n)
+	var out []byte
+	if !ok {
+		o := errorOutput("sdk: the input is not in memory from gateway_alloc")
+		outBuf = hostapi.AppendOutput(outBuf[:0], &o)
+		out = outBuf
+	} else {
+		out = call(hostapi.Kind(kind), in)
+	}
+	clear(pending)
+	pending = pending[:0]
+	return uint64(uintptr(unsafe.Pointer(unsafe.SliceData(out))))<<32 | uint64(len(out))
+}
+
+// allocated returns the n bytes at ptr when they lie inside a buffer handed out by gateway_alloc.
+func allocated(ptr, n uint32) ([]byte, bool) {
+	for i := -1; i < len(pending); i++ {
+		b := inBuf
+		if i >= 0 {
+			b = pending[i]
+		}
+		base := uint64(uintptr(unsafe.Pointer(unsafe.SliceData(b))))
+		if uint64(ptr) >= base && uint64(ptr)+uint64(n) <= base+uint64(len(b)) {
+			off := uint64(ptr) - base
+			return b[off : off+uint64(n)], true
+		}
+	}
+	return nil, false
+}
+
+//go:wasmimport gateway_v1 log
+func importLog(level int32, msg string)
+
+//go:wasmimport gateway_v1 now_unix_ms
+func importNowUnixMs() int64
+
+//go:wasmimport gateway_v1 request_field
+func importRequestField(path string, out *byte, outCap int32) int32
+
+func hostLog(level Level, msg string) { importLog(int32(level), msg) }
+
+func hostNowUnixMs() int64 { return importNowUnixMs() }
+
+// fieldBuf is reused by RequestField; it grows when a field is longer.
+var fieldBuf = make([]byte, 512)
+
+func hostRequestField(path string) (string, bool) {
+	for range 3 { // the field could change between calls only if the host misbehaves; don't loop for ever
+		n := importRequestField(path, unsafe.SliceData(fieldBuf), int32(len(fieldBuf)))
+		if n < 0 {
+			return "", false
+		}
+		if int(n) <= len(fieldBuf) {
+			return string(fieldBuf[:n]), true
+		}
+		fieldBuf = make([]byte, n)
+	}
+	return "", false
+}
