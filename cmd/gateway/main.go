@@ -13,7 +13,9 @@ import (
 	"os/signal"
 	"path/filepath"
 	"syscall"
+	"time"
 
+	"github.com/llmgw/gateway/plugins"
 	"github.com/llmgw/gateway/routes"
 	"github.com/llmgw/gateway/runtime"
 	"github.com/llmgw/gateway/runtime/bootstrap"
@@ -72,9 +74,15 @@ func run(ctx context.Context, stopSignals func(), args []string, getenv func(str
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", cfg.listen, err)
 	}
+	wasm, err := plugins.New(plugins.Options{CacheDir: filepath.Join(cfg.dataDir, "wasm-cache"), Logger: log})
+	if err != nil {
+		ln.Close()
+		return fmt.Errorf("plugin engine: %w", err)
+	}
+	defer wasm.Close(context.WithoutCancel(ctx))
 	engine := runtime.New(store, runtime.Options{HostPolicy: &cfg.hosts, Logger: log})
 	server := routes.New(store, engine, routes.Options{BodyLimit: cfg.bodyLimit, Logger: log,
-		AccessLog: cfg.logLevel <= slog.LevelDebug})
+		AccessLog: cfg.logLevel <= slog.LevelDebug, Plugins: wasm})
 	if !initialized {
 		secret, err := store.Initialize()
 		if err != nil {
@@ -87,6 +95,19 @@ func run(ctx context.Context, stopSignals func(), args []string, getenv func(str
 	served := make(chan error, 1)
 	go func() { served <- server.Serve(ln) }()
 	log.Info("gateway listening", "addr", "http://"+ln.Addr().String(), "data", cfg.dataDir)
+
+	// Stored plugins compile in the background (a cold Go guest takes seconds): the gateway serves meanwhile,
+	// and a check that names a plugin still loading gets a check error.
+	background, stopBackground := context.WithCancel(ctx)
+	defer stopBackground()
+	go func() {
+		if err := wasm.LoadStored(background, store); err != nil && background.Err() == nil {
+			log.Warn("stored plugins did not all load", "err", err)
+		}
+	}()
+	if cfg.plugins != "" {
+		go newPluginWatcher(cfg.plugins, store, wasm, log).run(background, 2*time.Second)
+	}
 
 	select {
 	case err := <-served:

@@ -24,6 +24,7 @@ type settings struct {
 	logLevel  slog.Level
 	logJSON   bool
 	hosts     netguard.Policy
+	plugins   string // folder watched for plugin files, or ""
 }
 
 const usageHeader = `gateway: an OpenAI-compatible model gateway.
@@ -55,6 +56,7 @@ func parseSettings(args []string, getenv func(string) string, stderr io.Writer) 
 	grace := fs.String("shutdown-grace", env("GATEWAY_SHUTDOWN_GRACE", "30s"), "how long requests in flight may finish after SIGINT or SIGTERM [GATEWAY_SHUTDOWN_GRACE]")
 	logLevel := fs.String("log-level", env("GATEWAY_LOG_LEVEL", "info"), "debug, info, warn or error [GATEWAY_LOG_LEVEL]")
 	logFormat := fs.String("log-format", env("GATEWAY_LOG_FORMAT", "text"), "text or json [GATEWAY_LOG_FORMAT]")
+	pluginsDir := fs.String("plugins", env("GATEWAY_PLUGINS_DIR", ""), "folder of plugin files <workspace>/<id>.wasm, watched and hot-reloaded [GATEWAY_PLUGINS_DIR]")
 	allowPrivate := fs.String("allow-private-hosts", env("GATEWAY_ALLOW_PRIVATE_HOSTS", "false"), "let custom hosts be private addresses (10/8, 172.16/12, 192.168/16, fc00::/7) [GATEWAY_ALLOW_PRIVATE_HOSTS]")
 	allowHosts := fs.String("allow-hosts", env("GATEWAY_ALLOW_HOSTS", ""), "custom hosts allowed although private: CIDRs, addresses or host names, comma-separated [GATEWAY_ALLOW_HOSTS]")
 	fs.Usage = func() {
@@ -68,7 +70,7 @@ func parseSettings(args []string, getenv func(string) string, stderr io.Writer) 
 	if fs.NArg() > 0 {
 		return settings{}, fmt.Errorf("unexpected argument %q (see gateway -h)", fs.Arg(0))
 	}
-	s := settings{listen: *listen, dataDir: *dataDir, bootstrap: *boot}
+	s := settings{listen: *listen, dataDir: *dataDir, bootstrap: *boot, plugins: *pluginsDir}
 	var errs []error
 	if s.listen == "" {
 		errs = append(errs, errors.New("--listen (GATEWAY_LISTEN) must not be empty"))

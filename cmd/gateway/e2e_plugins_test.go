@@ -1,0 +1,103 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// buildExample builds one of examples/ as a wasm plugin, as a plugin author would.
+func buildExample(t *testing.T, name string) []byte {
+	t.Helper()
+	out := filepath.Join(t.TempDir(), name+".wasm")
+	cmd := exec.Command("go", "build", "-buildmode=c-shared", "-o", out, ".")
+	cmd.Dir = filepath.Join("..", "..", "examples", name)
+	cmd.Env = append(os.Environ(), "GOOS=wasip1", "GOARCH=wasm", "CGO_ENABLED=0")
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("build %s: %v\n%s", name, err, b)
+	}
+	wasm, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return wasm
+}
+
+func putPlugin(t *testing.T, base, key, id string, wasm []byte) (int, map[string]any) {
+	t.Helper()
+	req, _ := http.NewRequest("PUT", base+"/v1/plugins/"+id, bytes.NewReader(wasm))
+	req.Header.Set("x-gateway-api-key", key)
+	req.Header.Set("Content-Type", "application/wasm")
+	resp, err := (&http.Client{Timeout: 2 * time.Minute}).Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var m map[string]any
+	b, _ := io.ReadAll(resp.Body)
+	json.Unmarshal(b, &m)
+	return resp.StatusCode, m
+}
+
+// waitFor polls the process's stderr until it contains want.
+func waitFor(t *testing.T, p *gatewayProc, want string, within time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for !strings.Contains(p.stderr.String(), want) {
+		if time.Now().After(deadline) {
+			t.Fatalf("stderr never said %q:\n%s", want, p.stderr)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// TestPluginsThroughTheBinary uploads an example plugin through the admin endpoint, sees bad modules refused,
+// restarts and sees the stored plugin reloaded, and deploys another from a watched folder.
+func TestPluginsThroughTheBinary(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds wasm guests")
+	}
+	pii := buildExample(t, "pii")
+	denylist := buildExample(t, "denylist")
+	dir := t.TempDir()
+	data := filepath.Join(dir, "data")
+	boot := writeFile(t, dir, "b.json", `{"api_keys": [{"key": "gw-plugin-admin", "admin": true}]}`)
+	args := []string{"--listen", "127.0.0.1:0", "--data", data, "--bootstrap", boot}
+
+	p := startGateway(t, nil, args...)
+	if status, body := putPlugin(t, p.base, "gw-plugin-admin", "pii", pii); status != 200 || body["sha256"] == nil {
+		t.Fatalf("upload: %d %v", status, body)
+	}
+	status, body := putPlugin(t, p.base, "gw-plugin-admin", "empty", []byte("\x00asm\x01\x00\x00\x00"))
+	if msg, _ := body["error"].(map[string]any)["message"].(string); status != 400 || !strings.Contains(msg, "gateway_call") {
+		t.Fatalf("a module without the ABI: %d %v", status, body)
+	}
+	if status, _ := putPlugin(t, p.base, "gw-plugin-admin", "text", []byte("hello")); status != 400 {
+		t.Fatalf("a file that is not wasm: %d", status)
+	}
+	if status, list, _ := call(t, "GET", p.base+"/v1/plugins", "gw-plugin-admin", ""); status != 200 || len(list["data"].([]any)) != 1 {
+		t.Fatalf("list: %d %v", status, list)
+	}
+	p.stop(t, syscall.SIGTERM)
+
+	// A restart reloads the stored plugin; a watched folder deploys another.
+	folder := filepath.Join(dir, "plugins")
+	os.MkdirAll(filepath.Join(folder, "default"), 0o755)
+	os.WriteFile(filepath.Join(folder, "default", "denylist.wasm"), denylist, 0o644)
+	p2 := startGateway(t, nil, append(args, "--plugins", folder)...)
+	waitFor(t, p2, `msg="plugins: stored plugins loaded" loaded=1 failed=0`, time.Minute)
+	waitFor(t, p2, `msg="plugin loaded from file" component=plugin-watcher`, time.Minute)
+	status, list, _ := call(t, "GET", p2.base+"/v1/plugins", "gw-plugin-admin", "")
+	if status != 200 || len(list["data"].([]any)) != 2 {
+		t.Fatalf("list after restart: %d %v", status, list)
+	}
+	p2.stop(t, syscall.SIGTERM)
+}

@@ -1,0 +1,190 @@
+package plugins
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"math"
+	"time"
+
+	"github.com/llmgw/gateway/hostapi"
+	"github.com/llmgw/gateway/runtime/gwerr"
+)
+
+// RequestView is the request as the request_field host function reads it. The caller parses the request once
+// and shares the view between the checks of that request; Field may be called from the goroutine of any call
+// that uses the view, one call at a time per call.
+type RequestView interface {
+	// Field returns the JSON text of the field at path ("params.temperature", "params.messages.0.role",
+	// "metadata.user", "url.pathname"), or false when the request has no such field. The bytes are copied
+	// into the guest and not kept.
+	Field(path string) (json []byte, ok bool)
+}
+
+// noInput stands for a nil input: it encodes to nothing.
+var noInput hostapi.Input
+
+// maxKeptInput is the largest input buffer an instance keeps between calls.
+const maxKeptInput = 1 << 20
+
+// Call runs the workspace's plugin on in: it takes an instance from the plugin's pool (growing it up to
+// MaxInstances, then waiting, bounded by ctx), writes the encoded input through gateway_alloc, calls
+// gateway_call under a deadline of CallTimeout (or ctx's, if sooner) and decodes the Output. in may be nil (an
+// empty input); req, which may be nil, answers the guest's request_field calls.
+//
+// An unknown plugin, or another workspace's, is a *gwerr.Error 404. A guest that traps, panics, exits, runs
+// out of memory, outlives its deadline or breaks the ABI makes Call return an error wrapping ErrTrap or
+// ErrTimeout (or ctx's error when ctx ended), and its instance is closed, never reused. An Output whose Error
+// is set is a successful call: the plugin reported that its check errored.
+//
+// Call is safe for concurrent use; it never panics and never blocks past ctx and CallTimeout (instantiating
+// a new instance is bounded by ctx and 5 s).
+func (e *Engine) Call(ctx context.Context, workspaceID, id string, kind hostapi.Kind, in *hostapi.Input, req RequestView) (*hostapi.Output, error) {
+	p := e.lookup(workspaceID, id)
+	if p == nil {
+		return nil, gwerr.NotFound("plugin", id)
+	}
+	start := time.Now()
+	if now := start.UnixNano(); now-p.ws.lastCall.Load() > int64(time.Second) { // spare the shared cache line
+		p.ws.lastCall.Store(now)
+	}
+	out, err := p.call(ctx, kind, in, req)
+	p.nanos.Add(int64(time.Since(start)))
+	p.calls.Add(1)
+	if err != nil {
+		p.errors.Add(1)
+	}
+	return out, err
+}
+
+func (p *plugin) call(ctx context.Context, kind hostapi.Kind, in *hostapi.Input, req RequestView) (*hostapi.Output, error) {
+	for {
+		v := p.acquire()
+		if v == nil {
+			return nil, gwerr.NotFound("plugin", p.id)
+		}
+		inst, err := v.get(ctx)
+		if err != nil {
+			v.release()
+			if err == errRetired {
+				continue // swapped while waiting: use the new version
+			}
+			return nil, err
+		}
+		out, err := inst.run(ctx, kind, in, req)
+		if err != nil {
+			v.discard(inst)
+		} else {
+			v.put(inst)
+		}
+		v.release()
+		return out, err
+	}
+}
+
+// run makes one call on the instance.
+func (inst *instance) run(ctx context.Context, kind hostapi.Kind, in *hostapi.Input, req RequestView) (*hostapi.Output, error) {
+	v := inst.v
+	if in == nil {
+		in = &noInput
+	}
+	if n := hostapi.InputLen(in); n > math.MaxInt32 {
+		return nil, fmt.Errorf("plugins: plugin %q: input of %d bytes is too large", v.id, n)
+	}
+	inst.buf = hostapi.AppendInput(inst.buf[:0], in)
+	inst.stderr.b = inst.stderr.b[:0]
+	defer func() {
+		if cap(inst.buf) > maxKeptInput {
+			inst.buf = nil
+		}
+	}()
+
+	cctx := ctx
+	if !v.e.opts.unguarded { // without the guard a deadline stops nothing; spare its timer
+		var cancel context.CancelFunc
+		cctx, cancel = context.WithTimeout(ctx, v.e.opts.CallTimeout)
+		defer cancel()
+	}
+	cc := &callCtx{Context: cctx, v: v, req: req}
+
+	n := uint32(len(inst.buf))
+	var ptr uint32
+	if n > 0 {
+		inst.stack[0] = uint64(n)
+		if err := inst.alloc.CallWithStack(cc, inst.stack); err != nil {
+			return nil, inst.failure(ctx, cctx, hostapi.ExportAlloc, err)
+		}
+		ptr = uint32(inst.stack[0])
+		if !inst.mem.Write(ptr, inst.buf) {
+			return nil, fmt.Errorf("plugins: plugin %q: %w: gateway_alloc(%d) returned %#x, outside the module's memory of %d bytes",
+				v.id, ErrTrap, n, ptr, inst.mem.Size())
+		}
+	}
+	inst.stack[0], inst.stack[1], inst.stack[2] = uint64(uint32(kind)), uint64(ptr), uint64(n)
+	if err := inst.call.CallWithStack(cc, inst.stack); err != nil {
+		return nil, inst.failure(ctx, cctx, hostapi.ExportCall, err)
+	}
+	r := inst.stack[0]
+	out := new(hostapi.Output)
+	if r == 0 {
+		*out = hostapi.NewOutput()
+		return out, nil
+	}
+	outPtr, outLen := uint32(r>>32), uint32(r)
+	b, ok := inst.mem.Read(outPtr, outLen)
+	if !ok {
+		return nil, fmt.Errorf("plugins: plugin %q: %w: gateway_call returned output at %#x+%d, outside the module's memory of %d bytes",
+			v.id, ErrTrap, outPtr, outLen, inst.mem.Size())
+	}
+	if err := hostapi.DecodeOutput(b, out); err != nil { // copies out of guest memory
+		return nil, fmt.Errorf("plugins: plugin %q: %w: %w", v.id, ErrTrap, err)
+	}
+	if out.Data != nil && !isJSONObject(out.Data) { // callers embed it in responses as is
+		return nil, fmt.Errorf("plugins: plugin %q: %w: its output's data is not a JSON object", v.id, ErrTrap)
+	}
+	return out, nil
+}
+
+// isJSONObject reports whether b is one valid JSON object.
+func isJSONObject(b []byte) bool {
+	t := bytes.TrimLeft(b, " \t\r\n")
+	return len(t) > 0 && t[0] == '{' && json.Valid(b)
+}
+
+// failure describes a failed guest call: the request's context ended, the call's deadline passed, or the guest
+// failed. The caller discards the instance.
+func (inst *instance) failure(parent, cctx context.Context, fn string, err error) error {
+	v := inst.v
+	switch {
+	case parent.Err() != nil:
+		return fmt.Errorf("plugins: plugin %q: %s: %w", v.id, fn, parent.Err())
+	case cctx.Err() != nil:
+		return fmt.Errorf("plugins: plugin %q: %w (%s)", v.id, ErrTimeout, v.e.opts.CallTimeout)
+	}
+	// wazero's message carries the wasm stack trace on the following lines: it goes to the debug log, and the
+	// error keeps the first line, after what the guest printed (a Go guest's "panic: …").
+	what := firstLine(err.Error())
+	if line := firstLine(string(inst.stderr.b)); line != "" {
+		what = line + " (" + what + ")"
+	}
+	ge := &guestError{
+		msg: fmt.Sprintf("plugins: plugin %q failed in %s: %s; memory in use %.1f of %d MiB", v.id, fn, what,
+			float64(inst.mem.Size())/(1<<20), v.e.opts.MemoryLimitMiB),
+		err: err,
+	}
+	if v.log.Enabled(parent, slog.LevelDebug) {
+		v.log.Debug("plugin failed", "error", err, "stderr", string(inst.stderr.b))
+	}
+	return ge
+}
+
+// guestError is a guest's failure: it wraps ErrTrap and wazero's error.
+type guestError struct {
+	msg string
+	err error
+}
+
+func (e *guestError) Error() string   { return e.msg }
+func (e *guestError) Unwrap() []error { return []error{ErrTrap, e.err} }

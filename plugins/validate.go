@@ -1,0 +1,218 @@
+package plugins
+
+import (
+	"context"
+	"crypto/sha256"
+	"fmt"
+	"net/http"
+	"strings"
+
+	"github.com/tetratelabs/wazero"
+	"github.com/tetratelabs/wazero/api"
+	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
+
+	"github.com/llmgw/gateway/hostapi"
+	"github.com/llmgw/gateway/runtime/gwerr"
+)
+
+// signature is a wasm function type.
+type signature struct {
+	params, results []api.ValueType
+}
+
+func (s signature) String() string {
+	return sigString(s.params, s.results)
+}
+
+func sigString(params, results []api.ValueType) string {
+	var b strings.Builder
+	b.WriteByte('(')
+	for i, t := range params {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(api.ValueTypeName(t))
+	}
+	b.WriteString(") -> ")
+	switch len(results) {
+	case 0:
+		b.WriteString("()")
+	case 1:
+		b.WriteString(api.ValueTypeName(results[0]))
+	default:
+		b.WriteByte('(')
+		for i, t := range results {
+			if i > 0 {
+				b.WriteString(", ")
+			}
+			b.WriteString(api.ValueTypeName(t))
+		}
+		b.WriteByte(')')
+	}
+	return b.String()
+}
+
+func sameTypes(a, b []api.ValueType) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+func (s signature) matches(f api.FunctionDefinition) bool {
+	return sameTypes(s.params, f.ParamTypes()) && sameTypes(s.results, f.ResultTypes())
+}
+
+const i32, i64 = api.ValueTypeI32, api.ValueTypeI64
+
+// abiExports are the exports ABI v1 requires, in the order problems are reported.
+var abiExports = []struct {
+	name string
+	sig  signature
+}{
+	{hostapi.ExportMarker, signature{}},
+	{hostapi.ExportAlloc, signature{[]api.ValueType{i32}, []api.ValueType{i32}}},
+	{hostapi.ExportCall, signature{[]api.ValueType{i32, i32, i32}, []api.ValueType{i64}}},
+}
+
+// Validate compiles wasm and checks it against ABI v1: the three exports with their signatures, a memory,
+// and imports only of the host functions of gateway_v1 and wasi_snapshot_preview1, with the host's
+// signatures. A module that fails is a *gwerr.Error 400 whose message names every problem, e.g.
+//
+//	plugin module does not follow ABI v1: missing export "gateway_call" (i32, i32, i32) -> i64; imports "env"."fetch", which the host does not offer
+//
+// Results are kept by SHA-256, and the compiled code of the last few valid modules stays in the cache, so
+// that the Load that follows an upload does not compile again. Validate does not instantiate the module.
+func (e *Engine) Validate(ctx context.Context, wasm []byte) error {
+	sum := sha256.Sum256(wasm)
+	e.vmu.Lock()
+	defer e.vmu.Unlock()
+	if e.checked == nil {
+		return ErrClosed
+	}
+	if c := e.checked[sum]; c != nil {
+		return c.err
+	}
+	if e.vrt == nil {
+		rt := wazero.NewRuntimeWithConfig(ctx, e.rtConfig)
+		if err := instantiateHost(ctx, rt); err != nil {
+			_ = rt.Close(ctx)
+			return fmt.Errorf("plugins: validation runtime: %w", err)
+		}
+		e.vrt = rt
+	}
+	res := &checked{}
+	compiled, err := e.compile(ctx, e.vrt, wasm)
+	switch {
+	case err != nil:
+		res.err = err
+	default:
+		if err := e.checkABI(e.vrt, compiled); err != nil {
+			res.err = err
+			_ = compiled.Close(ctx)
+		} else {
+			res.compiled = compiled
+		}
+	}
+	if len(e.order) == maxChecked {
+		old := e.checked[e.order[0]]
+		if old.compiled != nil {
+			_ = old.compiled.Close(ctx)
+		}
+		delete(e.checked, e.order[0])
+		e.order = append(e.order[:0], e.order[1:]...)
+	}
+	e.checked[sum] = res
+	e.order = append(e.order, sum)
+	return res.err
+}
+
+// compile compiles wasm in rt. The shared cache makes a module compiled before (in any runtime of this
+// engine, or in CacheDir by an earlier process) cost only its decoding.
+func (e *Engine) compile(ctx context.Context, rt wazero.Runtime, wasm []byte) (cm wazero.CompiledModule, err error) {
+	defer func() {
+		if r := recover(); r != nil { // wazero should never panic on bad input; if it does, it is the input's fault
+			cm, err = nil, invalidModule(fmt.Errorf("compiler panic: %v", r))
+		}
+	}()
+	cm, err = rt.CompileModule(ctx, wasm)
+	if err != nil {
+		return nil, invalidModule(err)
+	}
+	return cm, nil
+}
+
+func invalidModule(err error) *gwerr.Error {
+	return &gwerr.Error{Status: http.StatusBadRequest, Code: gwerr.CodeInvalidRequest,
+		Message: fmt.Sprintf("not a valid WebAssembly module: %v", err), Err: err}
+}
+
+// offeredImports returns the host functions a guest may import, by module and name. They are read from the
+// host modules instantiated in rt, so the check cannot drift from what instantiation accepts.
+func (e *Engine) offeredImports(rt wazero.Runtime) map[string]map[string]api.FunctionDefinition {
+	e.omu.Lock()
+	defer e.omu.Unlock()
+	if e.offered == nil {
+		offered := make(map[string]map[string]api.FunctionDefinition)
+		for _, name := range []string{wasi_snapshot_preview1.ModuleName, hostapi.ModuleName} {
+			if m := rt.Module(name); m != nil {
+				offered[name] = m.ExportedFunctionDefinitions()
+			}
+		}
+		if len(offered) < 2 {
+			return offered // not cached: rt lacks a host module (it is closing)
+		}
+		e.offered = offered
+	}
+	return e.offered
+}
+
+// checkABI returns a *gwerr.Error 400 naming every way compiled breaks ABI v1, or nil.
+func (e *Engine) checkABI(rt wazero.Runtime, compiled wazero.CompiledModule) error {
+	var problems []string
+	exports := compiled.ExportedFunctions()
+	for _, want := range abiExports {
+		f, ok := exports[want.name]
+		switch {
+		case !ok:
+			problems = append(problems, fmt.Sprintf("missing export %q %s", want.name, want.sig))
+		case !want.sig.matches(f):
+			problems = append(problems, fmt.Sprintf("export %q is %s, want %s", want.name,
+				sigString(f.ParamTypes(), f.ResultTypes()), want.sig))
+		}
+	}
+	if len(compiled.ExportedMemories()) == 0 {
+		problems = append(problems, "exports no memory (the host writes the input into the module's memory)")
+	}
+	offered := e.offeredImports(rt)
+	seen := make(map[[2]string]bool)
+	for _, f := range compiled.ImportedFunctions() {
+		mod, name, _ := f.Import()
+		if seen[[2]string{mod, name}] {
+			continue
+		}
+		seen[[2]string{mod, name}] = true
+		host, ok := offered[mod][name]
+		switch {
+		case !ok:
+			problems = append(problems, fmt.Sprintf("imports %q.%q, which the host does not offer", mod, name))
+		case !sameTypes(host.ParamTypes(), f.ParamTypes()) || !sameTypes(host.ResultTypes(), f.ResultTypes()):
+			problems = append(problems, fmt.Sprintf("imports %q.%q as %s, but the host offers %s", mod, name,
+				sigString(f.ParamTypes(), f.ResultTypes()), sigString(host.ParamTypes(), host.ResultTypes())))
+		}
+	}
+	for _, m := range compiled.ImportedMemories() {
+		mod, name, _ := m.Import()
+		problems = append(problems, fmt.Sprintf("imports memory %q.%q, which the host does not offer", mod, name))
+	}
+	if len(problems) == 0 {
+		return nil
+	}
+	return &gwerr.Error{Status: http.StatusBadRequest, Code: gwerr.CodeInvalidRequest,
+		Message: "plugin module does not follow ABI v1: " + strings.Join(problems, "; ")}
+}
