@@ -58,3 +58,10 @@ const (
 	TagError           byte = 4
 	TagMatch           byte = 5
 )
+
+// RequestView reads fields of the request being checked by path ("params.temperature", "metadata.user",
+// "url.pathname"), as JSON text. The host parses the request once per request and shares the view between
+// checks; native and wasm checks both read it.
+type RequestView interface {
+	Field(path string) (json []byte, ok bool)
+}
