@@ -18,6 +18,9 @@ type Env struct {
 	Metadata map[string]string
 	Params   map[string]any // the request body decoded with encoding/json (numbers are float64)
 	URLPath  string         // e.g. "/v1/chat/completions"
+	// Plugin asks the workspace's wasm plugin id, with the query's $params, whether the request matches. Nil
+	// means no plugins: $plugin conditions never match.
+	Plugin func(id string, params json.RawMessage) bool
 }
 
 // Matcher is a compiled query. Match is safe for concurrent use.
@@ -63,7 +66,12 @@ func compileQuery(raw json.RawMessage, path string) (Matcher, *gwerr.Error) {
 		case "$expr":
 			m, err = compileExpr(f.val, p)
 		case "$plugin":
-			err = configErr(p, "plugin conditions need the plugin runtime, which is not available yet")
+			m, err = compilePlugin(f.val, fields, p, path)
+		case "$params":
+			if !hasKey(fields, "$plugin") {
+				return nil, configErr(p, "$params goes with $plugin")
+			}
+			continue // read by compilePlugin
 		default:
 			if strings.HasPrefix(f.key, "$") {
 				err = configErr(p, "unsupported operator %q (a query's top level allows $and, $or and $expr)", f.key)
@@ -194,4 +202,59 @@ func configErr(param, format string, args ...any) *gwerr.Error {
 		Param:   param,
 		Message: "invalid config: " + param + ": " + fmt.Sprintf(format, args...),
 	}
+}
+
+// pluginNode asks a workspace's wasm plugin whether the request matches, through Env.Plugin.
+type pluginNode struct {
+	id     string
+	params json.RawMessage
+}
+
+func (n pluginNode) Match(env *Env) bool {
+	if env == nil || env.Plugin == nil {
+		return false
+	}
+	return env.Plugin(n.id, n.params)
+}
+
+// compilePlugin compiles {"$plugin": "<plugin id>", "$params": {...}}: the plugin's answer is one more
+// condition that must hold beside the object's other keys.
+func compilePlugin(val json.RawMessage, fields []member, p, path string) (Matcher, *gwerr.Error) {
+	var id string
+	if json.Unmarshal(val, &id) != nil || !validPluginID(id) {
+		return nil, configErr(p, "must be the id of a workspace plugin (letters, digits, '.', '_', ':' or '-')")
+	}
+	n := pluginNode{id: id}
+	for _, f := range fields {
+		if f.key == "$params" {
+			var obj map[string]json.RawMessage
+			if json.Unmarshal(f.val, &obj) != nil || obj == nil {
+				return nil, configErr(joinPath(path, "$params"), "must be an object of the plugin's parameters")
+			}
+			n.params = f.val
+		}
+	}
+	return n, nil
+}
+
+func hasKey(fields []member, key string) bool {
+	for _, f := range fields {
+		if f.key == key {
+			return true
+		}
+	}
+	return false
+}
+
+func validPluginID(id string) bool {
+	if id == "" || len(id) > 128 {
+		return false
+	}
+	for i := 0; i < len(id); i++ {
+		c := id[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == ':' || c == '-') {
+			return false
+		}
+	}
+	return true
 }

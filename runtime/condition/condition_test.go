@@ -310,7 +310,10 @@ func TestCompileErrors(t *testing.T) {
 		{"$expr not bool", `{"$expr": "1 + 2"}`, p + ".$expr", "expected bool, but got int"},
 		{"$expr too big", `{"$expr": "` + strings.Repeat("1 + ", 2000) + `1 > 0"}`, p + ".$expr", "exceeds maximum allowed nodes"},
 		{"$expr in $or", `{"$or": [{"$expr": "nope"}]}`, p + ".$or[0].$expr", "unknown name nope"},
-		{"$plugin", `{"$plugin": "acme.router"}`, p + ".$plugin", "plugin conditions need the plugin runtime"},
+		{"$plugin not an id", `{"$plugin": 5}`, p + ".$plugin", "id of a workspace plugin"},
+		{"$plugin bad id", `{"$plugin": "a/b"}`, p + ".$plugin", "id of a workspace plugin"},
+		{"$params not an object", `{"$plugin": "router", "$params": [1]}`, p + ".$params", "object"},
+		{"$params alone", `{"$params": {}}`, p + ".$params", "goes with $plugin"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -399,5 +402,34 @@ func TestMatchConcurrent(t *testing.T) {
 	close(errc)
 	for err := range errc {
 		t.Error(err)
+	}
+}
+
+func TestPluginConditions(t *testing.T) {
+	m, err := Compile(json.RawMessage(`{"$plugin": "router", "$params": {"min_chars": 10}, "metadata.tier": "pro"}`), "q")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var gotID string
+	var gotParams json.RawMessage
+	env := &Env{Metadata: map[string]string{"tier": "pro"}, Plugin: func(id string, params json.RawMessage) bool {
+		gotID, gotParams = id, params
+		return true
+	}}
+	if !m.Match(env) || gotID != "router" || string(gotParams) != `{"min_chars": 10}` {
+		t.Fatalf("match with the plugin saying yes: id %q params %s", gotID, gotParams)
+	}
+	env.Plugin = func(string, json.RawMessage) bool { return false }
+	if m.Match(env) {
+		t.Fatal("matched although the plugin said no")
+	}
+	env.Plugin = nil
+	if m.Match(env) {
+		t.Fatal("matched without a plugin host")
+	}
+	env.Plugin = func(string, json.RawMessage) bool { return true }
+	env.Metadata["tier"] = "free"
+	if m.Match(env) {
+		t.Fatal("the other keys of the query must hold too")
 	}
 }

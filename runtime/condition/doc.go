@@ -11,7 +11,8 @@
 //     "params.<a>.<b>..." walks Env.Params, where a segment that is a non-negative integer also indexes an
 //     array ("params.messages.0.role"); "url.pathname" reads Env.URLPath.
 //   - "$and" and "$or" take a non-empty array of queries; "$expr" takes an expr-lang expression (below).
-//     "$plugin" is rejected until the plugin runtime exists.
+//     {"$plugin": "<plugin id>", "$params": {...}} asks a workspace's wasm plugin through Env.Plugin;
+//     without a plugin host it never matches.
 //
 // A field's value is either a plain value, meaning $eq, or an object of operators, all of which must hold:
 // $eq $ne $gt $gte $lt $lte $in $nin $regex (with "$options" of i, m, s) $exists. An object that mixes
