@@ -1,7 +1,28 @@
 // Package guardrails owns hook and guardrail semantics: before/after request hooks, input/output guardrails,
 // deny, async, feedback, and the Check interface with the built-in default.* checks in native Go. It imports
-// hostapi's wire types only; wasm-backed checks come from plugins through the Check interface, wired by cmd.
+// hostapi's wire types, runtime/gwerr and the standard library (plus jsonschema for default.jsonSchema); never
+// routes, runtime, storage or plugins. Wasm-backed checks come from plugins through the Check interface and
+// PluginChecks, saved guardrails through SavedGuardrails; cmd and runtime wire them.
 //
-// Empty until the hooks-and-guardrails issue fills it; saved guardrails are already stored and validated by the
-// bootstrap file (runtime/bootstrap).
+// Compile turns a config target's four lists (before_request_hooks, after_request_hooks, input_guardrails,
+// output_guardrails, as raw JSON already validated by runtime/config) into an immutable *Set, once per config;
+// regexes and schemas are compiled then. Set.Run evaluates one side per request and is safe for concurrent use:
+//
+//	set, err := guardrails.Compile(ws, "targets[1]", n.BeforeHooks, n.AfterHooks, n.InputGuardrails,
+//		n.OutputGuardrails, savedLookup, pluginLookup)
+//	out := set.Run(ctx, guardrails.StageBefore, &hostapi.Input{Text: text, Model: model, Stage: "before"}, view)
+//	switch {
+//	case out.Deny: // 446 hooks_failed with hook_results {before_request_hooks: out.Results}
+//	case out.Failed: // go on; the answer carries status 246 and hook_results
+//	}
+//	for _, f := range out.Async { go f(detachedCtx) } // after the answer is sent
+//
+// Semantics: items run in config order (hooks, then guardrails); an item passes when all its checks pass; a
+// check that errors (or panics) passes unless its parameters say "failOnError": true. Hooks deny through
+// on_fail.deny (and on_success.deny, which denies when the item passes); guardrail objects through their
+// top-level deny and on_fail.deny. Checks of one item run in parallel (native built-ins inline); transformers
+// (regexReplace, addPrefix, any Check with Transforms() true) run alone, in order, on the text left before them.
+//
+// Outbound calls (default.webhook, default.log) go only to hosts named by SetOutboundAllowList; none by default.
+// The registry (Register) and the allow-list are the package's only global state.
 package guardrails

@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"log/slog"
 	"math/rand/v2"
@@ -10,6 +11,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/llmgw/gateway/guardrails"
+	"github.com/llmgw/gateway/hostapi"
 	"github.com/llmgw/gateway/runtime/config"
 	"github.com/llmgw/gateway/runtime/gwerr"
 	"github.com/llmgw/gateway/runtime/netguard"
@@ -32,7 +35,15 @@ type Options struct {
 	ConfigCacheSize int
 	// Logger receives the engine's warnings. Default slog.Default().
 	Logger *slog.Logger
+	// PluginChecks resolves "<plugin>.<check>" ids of hooks and guardrails to wasm checks. Nil: none.
+	PluginChecks guardrails.PluginChecks
+	// PluginCondition answers {"$plugin": ...} routing conditions with a workspace's wasm plugin. Nil: such
+	// conditions never match.
+	PluginCondition PluginCondition
 }
+
+// PluginCondition asks a workspace's wasm plugin whether a request matches a routing condition.
+type PluginCondition func(ctx context.Context, workspaceID, pluginID string, in *hostapi.Input, req hostapi.RequestView) (bool, error)
 
 // Engine executes inference requests: it picks the config, walks its strategy tree, calls providers with
 // retries, timeouts and circuit breakers, and returns the answer to send. It is safe for concurrent use.
@@ -44,6 +55,11 @@ type Engine struct {
 	guard    *netguard.Policy
 	resolver netguard.Resolver
 	log      *slog.Logger
+
+	hookSets        hookSets
+	pluginChecks    guardrails.PluginChecks
+	pluginCondition PluginCondition
+	asyncSlots      chan struct{}
 
 	attemptTimeout time.Duration
 	now            func() time.Time
@@ -82,16 +98,19 @@ func New(store *storage.Store, opts Options) *Engine {
 		}
 	}
 	return &Engine{
-		store:          store,
-		client:         &http.Client{Transport: opts.Transport, CheckRedirect: noRedirects},
-		configs:        config.NewPlanCache(opts.ConfigCacheSize),
-		guard:          opts.HostPolicy,
-		resolver:       opts.Resolver,
-		log:            opts.Logger,
-		attemptTimeout: opts.AttemptTimeout,
-		now:            time.Now,
-		sleep:          sleepCtx,
-		jitter:         rand.Int64N,
+		store:           store,
+		client:          &http.Client{Transport: opts.Transport, CheckRedirect: noRedirects},
+		configs:         config.NewPlanCache(opts.ConfigCacheSize),
+		guard:           opts.HostPolicy,
+		resolver:        opts.Resolver,
+		log:             opts.Logger,
+		attemptTimeout:  opts.AttemptTimeout,
+		pluginChecks:    opts.PluginChecks,
+		pluginCondition: opts.PluginCondition,
+		asyncSlots:      make(chan struct{}, maxAsyncHooks),
+		now:             time.Now,
+		sleep:           sleepCtx,
+		jitter:          rand.Int64N,
 	}
 }
 
@@ -117,7 +136,7 @@ func (e *Engine) Do(ctx context.Context, req *Request) (*Response, error) {
 	if err != nil {
 		return nil, err
 	}
-	st := &state{req: req}
+	st := &state{ctx: ctx, req: req, planHash: plan.Hash, pluginCondition: e.pluginCondition}
 	out := e.exec(ctx, st, plan.Root)
 	return out.response()
 }
@@ -141,6 +160,15 @@ func (e *Engine) plan(req *Request) (*config.Plan, error) {
 		return nil, gwerr.Internal(err)
 	}
 	return e.configs.Load(saved.Config)
+}
+
+// savedGuardrails looks a saved guardrail up for guardrails.Compile.
+func (e *Engine) savedGuardrails(workspaceID, id string) (json.RawMessage, error) {
+	g, err := e.store.Guardrails.Get(workspaceID, id)
+	if err != nil {
+		return nil, err
+	}
+	return g.Guardrail, nil
 }
 
 // headerPlan is the plan of a request without a config: one target whose provider comes from the headers.

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/http"
 
+	"github.com/llmgw/gateway/hostapi"
 	"github.com/llmgw/gateway/runtime/condition"
 	"github.com/llmgw/gateway/runtime/config"
 	"github.com/llmgw/gateway/runtime/gwerr"
@@ -12,17 +13,40 @@ import (
 
 // state is what one request's walk through its plan shares.
 type state struct {
-	req *Request
-	env *condition.Env // built on the first conditional strategy
+	ctx      context.Context
+	req      *Request
+	planHash string
+	// pluginCondition answers $plugin queries (Options.PluginCondition); nil when no plugin engine is wired.
+	pluginCondition PluginCondition
+	env             *condition.Env // built on the first conditional strategy or check that needs the parsed body
 }
 
 func (st *state) conditionEnv() *condition.Env {
 	if st.env == nil {
 		env := &condition.Env{Metadata: st.req.Metadata, URLPath: st.req.URLPath}
 		_ = json.Unmarshal(st.req.Body, &env.Params) // the body was checked to be a JSON object
+		if st.pluginCondition != nil && st.req.Key != nil {
+			env.Plugin = st.askPlugin
+		}
 		st.env = env
 	}
 	return st.env
+}
+
+// askPlugin runs a $plugin condition: the workspace's plugin sees the request's text, model and metadata, and
+// the query's $params; an error (a plugin missing, trapping or too slow) counts as no match.
+func (st *state) askPlugin(id string, params json.RawMessage) bool {
+	in := checkInput(st, "condition", requestText(st.env.Params))
+	if len(params) > 0 {
+		var fields map[string]json.RawMessage
+		if json.Unmarshal(params, &fields) == nil {
+			for k, v := range fields {
+				in.Params = append(in.Params, hostapi.KV{Key: k, Value: string(v)})
+			}
+		}
+	}
+	ok, err := st.pluginCondition(st.ctx, st.req.Key.WorkspaceID, id, in, requestView{st})
+	return err == nil && ok
 }
 
 // outcome is what a target (or a strategy) answered.

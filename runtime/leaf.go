@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/llmgw/gateway/guardrails"
 	"github.com/llmgw/gateway/runtime/config"
 	"github.com/llmgw/gateway/runtime/gwerr"
 	"github.com/llmgw/gateway/runtime/providers"
@@ -46,8 +47,31 @@ func (e *Engine) execLeaf(ctx context.Context, st *state, n *config.Node) *outco
 	if err != nil {
 		return &outcome{err: gwerr.Internal(err), path: n.Path}
 	}
+	set, err := e.hooks(st, n)
+	if err != nil {
+		return &outcome{err: asGatewayError(err), path: n.Path}
+	}
+	var results hookResults
+	soft := false // a check failed without denying: the answer says 246
+	if set != nil {
+		before := set.Run(ctx, guardrails.StageBefore, checkInput(st, guardrails.StageBefore, requestText(st.conditionEnv().Params)), requestView{st})
+		results.Before = before.Results
+		e.runAsync(ctx, before.Async)
+		if before.Deny {
+			return &outcome{status: gwerr.StatusHooksFailed, header: jsonContentType, body: hooksDenied(results), path: n.Path, prov: t.Provider}
+		}
+		soft = before.Failed
+		if before.Transformed != nil {
+			if body, err = replaceRequestText(body, *before.Transformed); err != nil {
+				return &outcome{err: gwerr.Internal(err), path: n.Path}
+			}
+		}
+	}
 	out := e.attempts(ctx, st.req, n, adapter, t, &providers.Call{Endpoint: st.req.Endpoint, Body: body, Stream: st.req.Stream,
 		Strict: n.StrictCompliance})
+	if set != nil && out.ok() {
+		e.afterHooks(ctx, st, set, out, results, soft)
+	}
 	if br != nil {
 		status := out.status
 		if out.err != nil {
@@ -59,6 +83,44 @@ func (e *Engine) execLeaf(ctx context.Context, st *state, n *config.Node) *outco
 		br.record(e.now(), n.CircuitBreaker, isBreakerFailure(n.CircuitBreaker, status))
 	}
 	return out
+}
+
+// afterHooks runs after-request hooks and output guardrails on a 2xx answer and marks it: 446 on a deny, 246
+// when some check failed without denying, and hook_results beside the completion's fields.
+func (e *Engine) afterHooks(ctx context.Context, st *state, set *guardrails.Set, out *outcome, results hookResults, soft bool) {
+	if out.stream != nil {
+		// Output guardrails on streams are not run yet; the before side's verdict still shows in the status.
+		if soft {
+			out.status = StatusHooksFailedSoft
+		}
+		return
+	}
+	after := set.Run(ctx, guardrails.StageAfter, checkInput(st, guardrails.StageAfter, answerText(out.body)), requestView{st})
+	results.After = after.Results
+	e.runAsync(ctx, after.Async)
+	if results.Before == nil {
+		results.Before = []guardrails.HookResult{}
+	}
+	if results.After == nil {
+		results.After = []guardrails.HookResult{}
+	}
+	if after.Deny {
+		out.status, out.header, out.body = gwerr.StatusHooksFailed, jsonContentType, hooksDenied(results)
+		return
+	}
+	if soft || after.Failed {
+		out.status = StatusHooksFailedSoft
+	}
+	out.body = withHookResults(out.body, results, after.Transformed)
+}
+
+// asGatewayError keeps a *gwerr.Error and makes anything else a 500.
+func asGatewayError(err error) *gwerr.Error {
+	var ge *gwerr.Error
+	if errors.As(err, &ge) {
+		return ge
+	}
+	return gwerr.Internal(err)
 }
 
 // resolveTarget turns a leaf into a provider target: the provider named by the config (an identifier, "@slug"

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -15,6 +16,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/llmgw/gateway/guardrails"
 	"github.com/llmgw/gateway/plugins"
 	"github.com/llmgw/gateway/routes"
 	"github.com/llmgw/gateway/runtime"
@@ -80,7 +82,16 @@ func run(ctx context.Context, stopSignals func(), args []string, getenv func(str
 		return fmt.Errorf("plugin engine: %w", err)
 	}
 	defer wasm.Close(context.WithoutCancel(ctx))
-	engine := runtime.New(store, runtime.Options{HostPolicy: &cfg.hosts, Logger: log})
+	guardrails.SetOutboundAllowList(cfg.webhookHosts)
+	engine := runtime.New(store, runtime.Options{HostPolicy: &cfg.hosts, Logger: log,
+		PluginChecks: func(workspaceID, pluginID, check string, params json.RawMessage) (guardrails.Check, error) {
+			c, err := wasm.CheckFor(workspaceID, pluginID, check, params)
+			if err != nil {
+				return nil, err
+			}
+			return c, nil
+		},
+		PluginCondition: wasm.Condition})
 	server := routes.New(store, engine, routes.Options{BodyLimit: cfg.bodyLimit, Logger: log,
 		AccessLog: cfg.logLevel <= slog.LevelDebug, Plugins: wasm})
 	if !initialized {

@@ -25,6 +25,8 @@ type settings struct {
 	logJSON   bool
 	hosts     netguard.Policy
 	plugins   string // folder watched for plugin files, or ""
+	// webhookHosts are the hosts the webhook and log checks may call; none by default.
+	webhookHosts []string
 }
 
 const usageHeader = `gateway: an OpenAI-compatible model gateway.
@@ -56,6 +58,7 @@ func parseSettings(args []string, getenv func(string) string, stderr io.Writer) 
 	grace := fs.String("shutdown-grace", env("GATEWAY_SHUTDOWN_GRACE", "30s"), "how long requests in flight may finish after SIGINT or SIGTERM [GATEWAY_SHUTDOWN_GRACE]")
 	logLevel := fs.String("log-level", env("GATEWAY_LOG_LEVEL", "info"), "debug, info, warn or error [GATEWAY_LOG_LEVEL]")
 	logFormat := fs.String("log-format", env("GATEWAY_LOG_FORMAT", "text"), "text or json [GATEWAY_LOG_FORMAT]")
+	webhookHosts := fs.String("webhook-hosts", env("GATEWAY_WEBHOOK_HOSTS", ""), "hosts (host or host:port, comma-separated) the webhook and log checks may call; none when empty [GATEWAY_WEBHOOK_HOSTS]")
 	pluginsDir := fs.String("plugins", env("GATEWAY_PLUGINS_DIR", ""), "folder of plugin files <workspace>/<id>.wasm, watched and hot-reloaded [GATEWAY_PLUGINS_DIR]")
 	allowPrivate := fs.String("allow-private-hosts", env("GATEWAY_ALLOW_PRIVATE_HOSTS", "false"), "let custom hosts be private addresses (10/8, 172.16/12, 192.168/16, fc00::/7) [GATEWAY_ALLOW_PRIVATE_HOSTS]")
 	allowHosts := fs.String("allow-hosts", env("GATEWAY_ALLOW_HOSTS", ""), "custom hosts allowed although private: CIDRs, addresses or host names, comma-separated [GATEWAY_ALLOW_HOSTS]")
@@ -71,6 +74,11 @@ func parseSettings(args []string, getenv func(string) string, stderr io.Writer) 
 		return settings{}, fmt.Errorf("unexpected argument %q (see gateway -h)", fs.Arg(0))
 	}
 	s := settings{listen: *listen, dataDir: *dataDir, bootstrap: *boot, plugins: *pluginsDir}
+	for _, h := range strings.Split(*webhookHosts, ",") {
+		if h = strings.TrimSpace(h); h != "" {
+			s.webhookHosts = append(s.webhookHosts, h)
+		}
+	}
 	var errs []error
 	if s.listen == "" {
 		errs = append(errs, errors.New("--listen (GATEWAY_LISTEN) must not be empty"))

@@ -1,0 +1,170 @@
+package guardrails
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/llmgw/gateway/hostapi"
+)
+
+// allowList holds the lower-cased hosts webhook and log may call; empty denies every call (the default).
+var allowList atomic.Pointer[map[string]bool]
+
+// SetOutboundAllowList sets the hosts the webhook and log checks may call: host names or IP addresses ("hooks.
+// example.com", "127.0.0.1"), optionally with a port ("127.0.0.1:9000" allows that port only). Calls to any other
+// host fail with an error (so the check passes unless failOnError). nil or empty denies all, the default. It is
+// safe to call at any time; calls in flight keep the list they started with.
+func SetOutboundAllowList(hosts []string) {
+	m := make(map[string]bool, len(hosts))
+	for _, h := range hosts {
+		if h = strings.ToLower(strings.TrimSpace(h)); h != "" {
+			m[h] = true
+		}
+	}
+	allowList.Store(&m)
+}
+
+func hostAllowed(u *url.URL) bool {
+	m := allowList.Load()
+	if m == nil {
+		return false
+	}
+	return (*m)[strings.ToLower(u.Hostname())] || (*m)[strings.ToLower(u.Host)]
+}
+
+// errNotAllowed is the error of a call to a host the allow-list does not name.
+var errNotAllowed = errors.New("host is not in the outbound allow-list")
+
+// outboundClient makes the webhook and log calls. It never follows redirects (a redirect could leave the
+// allow-list); the timeout comes from each call's context.
+var outboundClient = &http.Client{
+	Transport: http.DefaultTransport.(*http.Transport).Clone(),
+	CheckRedirect: func(*http.Request, []*http.Request) error {
+		return http.ErrUseLastResponse
+	},
+}
+
+// maxOutboundBody bounds the answer read from a webhook.
+const maxOutboundBody = 1 << 20
+
+// defaultOutboundTimeout is webhook's and log's default timeout parameter, in milliseconds.
+const defaultOutboundTimeout = 3000
+
+// httpCheck is webhook (log false) or log (log true).
+type httpCheck struct {
+	url     *url.URL
+	headers map[string]string
+	timeout time.Duration
+	log     bool
+}
+
+func newHTTPCheck(raw json.RawMessage, urlParam string, log bool) (Check, error) {
+	p, err := parseParams(raw)
+	if err != nil {
+		return nil, err
+	}
+	s, err := p.str(urlParam, true, "")
+	if err != nil {
+		return nil, err
+	}
+	u, err := url.Parse(s)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, paramErr(urlParam, "must be an http or https URL")
+	}
+	h, err := p.headers("headers")
+	if err != nil {
+		return nil, err
+	}
+	ms, err := p.number("timeout", defaultOutboundTimeout)
+	if err != nil {
+		return nil, err
+	}
+	if ms <= 0 || ms > 60000 {
+		return nil, paramErr("timeout", "must be between 1 and 60000 milliseconds")
+	}
+	return &httpCheck{url: u, headers: h, timeout: time.Duration(ms * float64(time.Millisecond)), log: log}, nil
+}
+
+// webhook {webhookURL, headers, timeout (ms, default 3000)}: POSTs the input as JSON and takes the verdict from
+// the answer, a JSON object {"verdict": bool, "data": ...}. Only hosts of SetOutboundAllowList are called.
+//
+// The request body is {"text", "model", "metadata": {...}, "endpoint", "stage", "eventType"}, eventType being
+// "beforeRequestHook" or "afterRequestHook".
+func newWebhook(raw json.RawMessage) (Check, error) { return newHTTPCheck(raw, "webhookURL", false) }
+
+// log {logURL, headers, timeout (ms, default 3000)}: POSTs the input as webhook does and always passes (an error
+// is reported but counts as a pass unless failOnError).
+func newLog(raw json.RawMessage) (Check, error) { return newHTTPCheck(raw, "logURL", true) }
+
+type outboundBody struct {
+	Text      string            `json:"text"`
+	Model     string            `json:"model"`
+	Metadata  map[string]string `json:"metadata"`
+	Endpoint  string            `json:"endpoint"`
+	Stage     string            `json:"stage"`
+	EventType string            `json:"eventType"`
+}
+
+func (c *httpCheck) Check(ctx context.Context, in *hostapi.Input, _ hostapi.RequestView) (hostapi.Output, error) {
+	if !hostAllowed(c.url) {
+		return hostapi.Output{}, fmt.Errorf("%s: %w", c.url.Host, errNotAllowed)
+	}
+	body := outboundBody{Text: in.Text, Model: in.Model, Metadata: make(map[string]string, len(in.Metadata)),
+		Endpoint: in.Endpoint, Stage: in.Stage, EventType: "beforeRequestHook"}
+	if in.Stage == string(StageAfter) {
+		body.EventType = "afterRequestHook"
+	}
+	for _, kv := range in.Metadata {
+		body.Metadata[kv.Key] = kv.Value
+	}
+	b, err := json.Marshal(body)
+	if err != nil {
+		return hostapi.Output{}, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, c.timeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.url.String(), bytes.NewReader(b))
+	if err != nil {
+		return hostapi.Output{}, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	for k, v := range c.headers {
+		req.Header.Set(k, v)
+	}
+	resp, err := outboundClient.Do(req)
+	if err != nil {
+		return hostapi.Output{}, err
+	}
+	defer resp.Body.Close()
+	rb, err := io.ReadAll(io.LimitReader(resp.Body, maxOutboundBody))
+	if err != nil {
+		return hostapi.Output{}, err
+	}
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		return hostapi.Output{}, fmt.Errorf("%s answered %d", c.url.Host, resp.StatusCode)
+	}
+	if c.log {
+		return hostapi.NewOutput(), nil
+	}
+	var ans struct {
+		Verdict *bool           `json:"verdict"`
+		Data    json.RawMessage `json:"data"`
+	}
+	if err := json.Unmarshal(rb, &ans); err != nil || ans.Verdict == nil {
+		return hostapi.Output{}, fmt.Errorf("%s: answer is not a JSON object with a boolean verdict", c.url.Host)
+	}
+	out := hostapi.Output{Verdict: *ans.Verdict}
+	if len(ans.Data) > 0 && string(ans.Data) != "null" {
+		out.Data = ans.Data
+	}
+	return out, nil
+}

@@ -1,0 +1,537 @@
+package guardrails
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/llmgw/gateway/hostapi"
+	"github.com/llmgw/gateway/runtime/gwerr"
+)
+
+// CodeInvalidConfig is the code of Compile's errors, the same as runtime/config's.
+const CodeInvalidConfig = "invalid_config"
+
+// Check runs one check. Implementations: the built-in default.* checks (native Go) and wasm checks from the
+// plugins package (which returns values satisfying this interface structurally; cmd wires them).
+//
+// A Check is compiled once and called by many requests at once: it must be safe for concurrent use and must not
+// modify in. A returned error (or an Output with a non-empty Error) means the check could not decide; the check
+// then counts as passed unless its parameters say "failOnError": true.
+type Check interface {
+	Check(ctx context.Context, in *hostapi.Input, req hostapi.RequestView) (hostapi.Output, error)
+}
+
+// Transformer is an optional interface of a Check that may return a transformed text (regexReplace, addPrefix).
+// Run feeds a transformer the text left by the checks before it and never runs it in parallel with them, so that
+// transformers apply in order. A Check without this method may still transform; its text is then taken in order
+// too, but it runs on the text its item started with.
+type Transformer interface {
+	Transforms() bool
+}
+
+// inline marks the cheap CPU-bound built-ins: Run calls them on the calling goroutine instead of starting one,
+// which is the same as running them in parallel (they never block) and much cheaper.
+type inline interface{ inline() }
+
+// Factory compiles a check's parameters (a JSON object, never nil: {} when absent) once into a Check. Its errors
+// name the parameter: return a *ParamError so that Compile can report the parameter's full path.
+type Factory func(params json.RawMessage) (Check, error)
+
+// ParamError is a Factory's error about one parameter.
+type ParamError struct {
+	Name    string // the parameter, e.g. "maxWords"
+	Message string // what is wrong, e.g. "must be a number"
+}
+
+func (e *ParamError) Error() string { return e.Name + ": " + e.Message }
+
+func paramErr(name, format string, args ...any) *ParamError {
+	return &ParamError{Name: name, Message: fmt.Sprintf(format, args...)}
+}
+
+var registry = struct {
+	sync.RWMutex
+	m map[string]Factory
+}{m: map[string]Factory{}}
+
+// Register makes a check available under id ("default.wordCount"). It panics on a duplicate id or a nil
+// factory. The built-ins register in init().
+func Register(id string, f Factory) {
+	if f == nil {
+		panic("guardrails: Register " + id + " with a nil factory")
+	}
+	registry.Lock()
+	defer registry.Unlock()
+	if _, dup := registry.m[id]; dup {
+		panic("guardrails: Register called twice for " + id)
+	}
+	registry.m[id] = f
+}
+
+// Registered returns the registered check ids, sorted.
+func Registered() []string {
+	registry.RLock()
+	defer registry.RUnlock()
+	ids := make([]string, 0, len(registry.m))
+	for id := range registry.m {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	return ids
+}
+
+func lookup(id string) Factory {
+	registry.RLock()
+	defer registry.RUnlock()
+	return registry.m[id]
+}
+
+// PluginChecks resolves "<plugin-id>.<check>" ids for a workspace (wasm checks); nil means none. A
+// *ParamError names a parameter; a *gwerr.Error is returned as it is (with Param set when empty); any other error
+// becomes a 400 naming the check.
+type PluginChecks func(workspaceID, pluginID, checkName string, params json.RawMessage) (Check, error)
+
+// SavedGuardrails looks up a saved guardrail object (a string item in a guardrail list) by ID in a workspace and
+// returns the object (storage.Guardrail.Guardrail). An error (storage.ErrNotFound) becomes a 400 naming the item;
+// a *gwerr.Error is returned as it is.
+type SavedGuardrails func(workspaceID, id string) (json.RawMessage, error)
+
+// Stage says which side of the provider call Run evaluates.
+type Stage string
+
+// Stages.
+const (
+	// StageBefore is before_request_hooks + input_guardrails, before the provider is called.
+	StageBefore Stage = "before"
+	// StageAfter is after_request_hooks + output_guardrails, on the answer.
+	StageAfter Stage = "after"
+)
+
+// Outcome is what Run found.
+type Outcome struct {
+	// Deny is true when an item that denies decided: the request stops with 446 (gwerr.StatusHooksFailed).
+	Deny bool
+	// Failed is true when some synchronous item failed (with or without deny): without Deny the answer carries
+	// status 246.
+	Failed bool
+	// Transformed is the text after the transformers ran (in order), when any transformed it.
+	Transformed *string
+	// Results are the synchronous items' results, in config order (hooks first, then guardrails), for
+	// hook_results.before_request_hooks (StageBefore) or hook_results.after_request_hooks (StageAfter).
+	Results []HookResult
+	// Async are the async items, to run after the answer is sent; they never block or change the answer. Each
+	// closure evaluates one item on a copy of the input and discards the result (its checks' side effects,
+	// such as webhook and log calls, are the point). The RequestView passed to Run must stay readable until they
+	// finish.
+	Async []func(context.Context)
+	// Feedback is the on_fail / on_success feedback of the synchronous items, for the request's log.
+	Feedback []Feedback
+}
+
+// HookResult is one item of hook_results.before_request_hooks or after_request_hooks.
+type HookResult struct {
+	ID            string        `json:"id"`
+	Verdict       bool          `json:"verdict"`
+	Deny          bool          `json:"deny"`
+	Async         bool          `json:"async"`
+	Type          string        `json:"type"`
+	ExecutionTime int64         `json:"execution_time"` // milliseconds
+	Checks        []CheckResult `json:"checks"`
+}
+
+// CheckResult is one check of a HookResult.
+type CheckResult struct {
+	ID            string          `json:"id"`
+	Verdict       bool            `json:"verdict"`
+	Data          json.RawMessage `json:"data"`  // null when the check returned none
+	Error         *string         `json:"error"` // null unless the check errored
+	ExecutionTime int64           `json:"execution_time"`
+	Transformed   bool            `json:"transformed"`
+}
+
+// Feedback is an on_fail or on_success feedback of an item that ran, for the request's log.
+type Feedback struct {
+	HookID   string          `json:"hook_id"`
+	Verdict  bool            `json:"verdict"`          // the item's verdict (on_success when true, on_fail when false)
+	Value    *float64        `json:"value,omitempty"`  // as configured; absent when not set
+	Weight   *float64        `json:"weight,omitempty"` // as configured; absent when not set
+	Metadata json.RawMessage `json:"metadata,omitempty"`
+}
+
+// Set is the compiled hooks and guardrails of one config target. It is immutable and safe for concurrent use.
+type Set struct {
+	before, after []*item
+}
+
+// item is one hook or guardrail object.
+type item struct {
+	id            string
+	typ           string
+	async         bool
+	denyOnFail    bool
+	denyOnSuccess bool
+	onFail        *feedback
+	onSuccess     *feedback
+	checks        []*compiledCheck
+	// groups are runs of consecutive checks started together; a transformer is always alone in its group.
+	groups    [][]*compiledCheck
+	allInline bool
+}
+
+type feedback struct {
+	Value    *float64        `json:"value"`
+	Weight   *float64        `json:"weight"`
+	Metadata json.RawMessage `json:"metadata"`
+}
+
+type compiledCheck struct {
+	id          string
+	check       Check
+	failOnError bool
+	transformer bool
+	inline      bool
+}
+
+// Empty reports whether the set has no item at all (a nil Set is empty).
+func (s *Set) Empty() bool {
+	return s == nil || len(s.before) == 0 && len(s.after) == 0
+}
+
+// Compile compiles the four lists (raw JSON items as in the config, shapes already validated by runtime/config)
+// once. path prefixes the errors' Param (e.g. "targets[1]"; "" for the top level).
+//
+// Errors are *gwerr.Error 400 with code "invalid_config" and Param the JSON path of the offending item, check or
+// parameter: an unknown check id gives e.g. "input_guardrails[0].default.wordCountt" or
+// "before_request_hooks[0].checks[1].id"; a bad parameter e.g. "input_guardrails[0].default.wordCount.maxWords".
+// A check id without a dot means "default.<id>"; "<plugin>.<check>" ids go to plugins.
+func Compile(workspaceID, path string, before, after, input, output []json.RawMessage, saved SavedGuardrails, plugins PluginChecks) (*Set, error) {
+	c := &compiler{ws: workspaceID, path: path, saved: saved, plugins: plugins}
+	s := &Set{}
+	for _, l := range []struct {
+		name  string
+		list  []json.RawMessage
+		hook  bool
+		after bool
+	}{
+		{"before_request_hooks", before, true, false},
+		{"input_guardrails", input, false, false},
+		{"after_request_hooks", after, true, true},
+		{"output_guardrails", output, false, true},
+	} {
+		for i, raw := range l.list {
+			p := l.name + "[" + itoa(i) + "]"
+			var it *item
+			var err error
+			if l.hook {
+				it, err = c.hook(raw, p)
+			} else {
+				it, err = c.guardrail(raw, p, l.name)
+			}
+			if err != nil {
+				return nil, err
+			}
+			it.plan()
+			if l.after {
+				s.after = append(s.after, it)
+			} else {
+				s.before = append(s.before, it)
+			}
+		}
+	}
+	return s, nil
+}
+
+type compiler struct {
+	ws, path string
+	saved    SavedGuardrails
+	plugins  PluginChecks
+}
+
+func (c *compiler) full(p string) string {
+	if c.path == "" {
+		return p
+	}
+	if p == "" {
+		return c.path
+	}
+	return c.path + "." + p
+}
+
+func (c *compiler) errf(p, format string, args ...any) *gwerr.Error {
+	p = c.full(p)
+	return &gwerr.Error{Status: http.StatusBadRequest, Code: CodeInvalidConfig, Param: p,
+		Message: "invalid config: " + p + ": " + fmt.Sprintf(format, args...)}
+}
+
+type outcomeJSON struct {
+	Feedback *feedback `json:"feedback"`
+	Deny     bool      `json:"deny"`
+}
+
+type hookJSON struct {
+	ID        string       `json:"id"`
+	Type      string       `json:"type"`
+	Async     bool         `json:"async"`
+	OnFail    *outcomeJSON `json:"on_fail"`
+	OnSuccess *outcomeJSON `json:"on_success"`
+	Checks    []checkJSON  `json:"checks"`
+}
+
+type checkJSON struct {
+	ID         string          `json:"id"`
+	Parameters json.RawMessage `json:"parameters"`
+}
+
+func (c *compiler) hook(raw json.RawMessage, p string) (*item, error) {
+	var h hookJSON
+	if err := json.Unmarshal(raw, &h); err != nil {
+		return nil, c.errf(p, "must be a hook object: %v", err)
+	}
+	it := &item{id: h.ID, typ: h.Type, async: h.Async}
+	if it.typ == "" {
+		it.typ = "guardrail"
+	}
+	if h.OnFail != nil {
+		it.onFail, it.denyOnFail = h.OnFail.Feedback, h.OnFail.Deny
+	}
+	if h.OnSuccess != nil {
+		it.onSuccess, it.denyOnSuccess = h.OnSuccess.Feedback, h.OnSuccess.Deny
+	}
+	for j, ch := range h.Checks {
+		cp := p + ".checks[" + itoa(j) + "]"
+		cc, err := c.check(ch.ID, ch.Parameters, cp+".id", cp+".parameters")
+		if err != nil {
+			return nil, err
+		}
+		it.checks = append(it.checks, cc)
+	}
+	return it, nil
+}
+
+// guardrailOwnKeys are a guardrail object's own keys; any other key is a check id whose value is its parameters.
+var guardrailOwnKeys = map[string]bool{"id": true, "deny": true, "async": true, "on_fail": true, "on_success": true,
+	"checks": true, "type": true}
+
+func (c *compiler) guardrail(raw json.RawMessage, p, list string) (*item, error) {
+	raw = json.RawMessage(strings.TrimSpace(string(raw)))
+	id, ownPath := "", p
+	if len(raw) > 0 && raw[0] == '"' {
+		if err := json.Unmarshal(raw, &id); err != nil {
+			return nil, c.errf(p, "must be a saved guardrail's ID or a guardrail object")
+		}
+		if c.saved == nil {
+			return nil, c.errf(p, "saved guardrail %q not found", id)
+		}
+		obj, err := c.saved(c.ws, id)
+		if err != nil {
+			if ge, ok := err.(*gwerr.Error); ok {
+				return nil, ge
+			}
+			e := c.errf(p, "saved guardrail %q not found", id)
+			e.Err = err
+			return nil, e
+		}
+		raw = obj
+	}
+	keys, vals, err := orderedObject(raw)
+	if err != nil {
+		if id != "" {
+			return nil, c.errf(p, "saved guardrail %q is not a guardrail object: %v", id, err)
+		}
+		return nil, c.errf(p, "must be a saved guardrail's ID or a guardrail object: %v", err)
+	}
+	it := &item{id: id, typ: "guardrail"}
+	for k, key := range keys {
+		v := vals[k]
+		kp := ownPath + "." + key
+		switch key {
+		case "id":
+			if id == "" {
+				if err := json.Unmarshal(v, &it.id); err != nil {
+					return nil, c.errf(kp, "must be a string")
+				}
+			}
+		case "type":
+			if err := json.Unmarshal(v, &it.typ); err != nil {
+				return nil, c.errf(kp, "must be a string")
+			}
+		case "deny":
+			var b bool
+			if err := json.Unmarshal(v, &b); err != nil {
+				return nil, c.errf(kp, "must be a boolean")
+			}
+			it.denyOnFail = it.denyOnFail || b
+		case "async":
+			if err := json.Unmarshal(v, &it.async); err != nil {
+				return nil, c.errf(kp, "must be a boolean")
+			}
+		case "on_fail", "on_success":
+			var o outcomeJSON
+			if err := json.Unmarshal(v, &o); err != nil {
+				return nil, c.errf(kp, "must be an object with feedback and deny: %v", err)
+			}
+			if key == "on_fail" {
+				it.onFail, it.denyOnFail = o.Feedback, it.denyOnFail || o.Deny
+			} else {
+				it.onSuccess, it.denyOnSuccess = o.Feedback, o.Deny
+			}
+		case "checks":
+			var list []checkJSON
+			if err := json.Unmarshal(v, &list); err != nil {
+				return nil, c.errf(kp, "must be an array of {id, parameters}: %v", err)
+			}
+			for j, ch := range list {
+				cp := kp + "[" + itoa(j) + "]"
+				cc, err := c.check(ch.ID, ch.Parameters, cp+".id", cp+".parameters")
+				if err != nil {
+					return nil, err
+				}
+				it.checks = append(it.checks, cc)
+			}
+		default:
+			if kind(v) != '{' {
+				return nil, c.errf(kp, "must be an object of check parameters (a guardrail's extra keys are check ids, e.g. \"default.wordCount\": {\"maxWords\": 10})")
+			}
+			cc, err := c.check(key, v, kp, kp)
+			if err != nil {
+				return nil, err
+			}
+			it.checks = append(it.checks, cc)
+		}
+	}
+	if it.id == "" {
+		it.id = p // an inline guardrail without id is named by its place, e.g. "input_guardrails[0]"
+	}
+	return it, nil
+}
+
+// check compiles one check; idPath names the id in errors, paramsPath the parameters object.
+func (c *compiler) check(id string, params json.RawMessage, idPath, paramsPath string) (*compiledCheck, error) {
+	if id == "" {
+		return nil, c.errf(idPath, "a check id is required")
+	}
+	if len(params) == 0 || string(params) == "null" {
+		params = json.RawMessage("{}")
+	}
+	if kind(params) != '{' {
+		return nil, c.errf(paramsPath, "must be an object of check parameters")
+	}
+	full := id
+	if !strings.Contains(id, ".") {
+		full = "default." + id
+	}
+	var fo struct {
+		FailOnError any `json:"failOnError"`
+	}
+	if err := json.Unmarshal(params, &fo); err != nil {
+		return nil, c.errf(paramsPath, "must be an object of check parameters: %v", err)
+	}
+	cc := &compiledCheck{id: full}
+	switch v := fo.FailOnError.(type) {
+	case nil:
+	case bool:
+		cc.failOnError = v
+	default:
+		return nil, c.errf(paramsPath+".failOnError", "must be a boolean")
+	}
+	var chk Check
+	var err error
+	plugin, name, _ := strings.Cut(full, ".")
+	if f := lookup(full); f != nil {
+		chk, err = f(params)
+	} else if plugin != "default" && c.plugins != nil {
+		chk, err = c.plugins(c.ws, plugin, name, params)
+	} else {
+		return nil, c.errf(idPath, "unknown check %q (built-in checks: %s)", id, strings.Join(Registered(), ", "))
+	}
+	if err != nil {
+		if pe, ok := err.(*ParamError); ok {
+			return nil, c.errf(paramsPath+"."+pe.Name, "%s", pe.Message)
+		}
+		if ge, ok := err.(*gwerr.Error); ok {
+			if ge.Param != "" {
+				return nil, ge
+			}
+			cp := *ge
+			cp.Param = c.full(idPath)
+			return nil, &cp
+		}
+		e := c.errf(idPath, "check %q: %v", id, err)
+		e.Err = err
+		return nil, e
+	}
+	if chk == nil {
+		return nil, c.errf(idPath, "unknown check %q", id)
+	}
+	cc.check = chk
+	if t, ok := chk.(Transformer); ok && t.Transforms() {
+		cc.transformer = true
+	}
+	_, cc.inline = chk.(inline)
+	return cc, nil
+}
+
+// plan groups the checks: consecutive non-transformers run together, each transformer alone.
+func (it *item) plan() {
+	it.allInline = true
+	var cur []*compiledCheck
+	for _, cc := range it.checks {
+		it.allInline = it.allInline && cc.inline
+		if cc.transformer {
+			if len(cur) > 0 {
+				it.groups = append(it.groups, cur)
+				cur = nil
+			}
+			it.groups = append(it.groups, []*compiledCheck{cc})
+			continue
+		}
+		cur = append(cur, cc)
+	}
+	if len(cur) > 0 {
+		it.groups = append(it.groups, cur)
+	}
+}
+
+// orderedObject splits a JSON object into its keys and values in document order.
+func orderedObject(raw json.RawMessage) ([]string, []json.RawMessage, error) {
+	dec := json.NewDecoder(strings.NewReader(string(raw)))
+	tok, err := dec.Token()
+	if err != nil {
+		return nil, nil, err
+	}
+	if d, ok := tok.(json.Delim); !ok || d != '{' {
+		return nil, nil, fmt.Errorf("not an object")
+	}
+	var keys []string
+	var vals []json.RawMessage
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return nil, nil, err
+		}
+		k, _ := tok.(string)
+		var v json.RawMessage
+		if err := dec.Decode(&v); err != nil {
+			return nil, nil, err
+		}
+		keys, vals = append(keys, k), append(vals, v)
+	}
+	if _, err := dec.Token(); err != nil {
+		return nil, nil, err
+	}
+	return keys, vals, nil
+}
+
+// kind returns the first byte of a JSON value ('{', '[', '"', 't', 'f', 'n' or a digit), or 0.
+func kind(raw json.RawMessage) byte {
+	s := strings.TrimSpace(string(raw))
+	if s == "" {
+		return 0
+	}
+	return s[0]
+}

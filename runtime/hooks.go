@@ -1,0 +1,298 @@
+package runtime
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/llmgw/gateway/guardrails"
+	"github.com/llmgw/gateway/hostapi"
+	"github.com/llmgw/gateway/runtime/config"
+	"github.com/llmgw/gateway/runtime/gwerr"
+	"github.com/llmgw/gateway/runtime/providers"
+)
+
+// StatusHooksFailedSoft is the status of an answer some of whose checks failed without denying it.
+const StatusHooksFailedSoft = 246
+
+// hookSets caches compiled hook and guardrail sets by plan, node and workspace: a config's checks are compiled
+// once, like the config itself.
+type hookSets struct {
+	m sync.Map // string → *guardrails.Set (or error)
+}
+
+type hookSetEntry struct {
+	set *guardrails.Set
+	err error
+}
+
+// hooks returns the compiled set of a node for the request's workspace, or nil when the node has none.
+func (e *Engine) hooks(st *state, n *config.Node) (*guardrails.Set, error) {
+	if len(n.BeforeHooks)+len(n.AfterHooks)+len(n.InputGuardrails)+len(n.OutputGuardrails) == 0 {
+		return nil, nil
+	}
+	key := st.planHash + "\x00" + n.Path + "\x00" + st.req.Key.WorkspaceID
+	if v, ok := e.hookSets.m.Load(key); ok {
+		entry := v.(hookSetEntry)
+		return entry.set, entry.err
+	}
+	prefix := strings.TrimPrefix(strings.TrimPrefix(n.Path, "config"), ".")
+	set, err := guardrails.Compile(st.req.Key.WorkspaceID, prefix, n.BeforeHooks, n.AfterHooks, n.InputGuardrails,
+		n.OutputGuardrails, e.savedGuardrails, e.pluginChecks)
+	e.hookSets.m.Store(key, hookSetEntry{set: set, err: err})
+	return set, err
+}
+
+// hookResults is the hook_results member of answers (DESIGN.md).
+type hookResults struct {
+	Before []guardrails.HookResult `json:"before_request_hooks"`
+	After  []guardrails.HookResult `json:"after_request_hooks"`
+}
+
+// requestView answers field lookups of checks and plugins from the request, parsed once per request.
+type requestView struct {
+	st *state
+}
+
+func (v requestView) Field(path string) ([]byte, bool) {
+	env := v.st.conditionEnv()
+	root, rest, _ := strings.Cut(path, ".")
+	var cur any
+	switch root {
+	case "params":
+		cur = env.Params
+	case "metadata":
+		s, ok := env.Metadata[rest]
+		if !ok {
+			return nil, false
+		}
+		b, _ := json.Marshal(s)
+		return b, true
+	case "url":
+		if rest != "pathname" {
+			return nil, false
+		}
+		b, _ := json.Marshal(env.URLPath)
+		return b, true
+	default:
+		return nil, false
+	}
+	for rest != "" {
+		var seg string
+		seg, rest, _ = strings.Cut(rest, ".")
+		switch c := cur.(type) {
+		case map[string]any:
+			var ok bool
+			if cur, ok = c[seg]; !ok {
+				return nil, false
+			}
+		case []any:
+			i, err := strconv.Atoi(seg)
+			if err != nil || i < 0 || i >= len(c) {
+				return nil, false
+			}
+			cur = c[i]
+		default:
+			return nil, false
+		}
+	}
+	b, err := json.Marshal(cur)
+	return b, err == nil
+}
+
+// checkInput builds what checks see of the request: the text of its messages (or prompt, or input).
+func checkInput(st *state, stage guardrails.Stage, text string) *hostapi.Input {
+	in := &hostapi.Input{Text: text, Stage: string(stage), Endpoint: endpointName(st.req.Endpoint)}
+	env := st.conditionEnv()
+	if m, ok := env.Params["model"].(string); ok {
+		in.Model = m
+	}
+	for k, v := range st.req.Metadata {
+		in.Metadata = append(in.Metadata, hostapi.KV{Key: k, Value: v})
+	}
+	return in
+}
+
+func endpointName(ep providers.Endpoint) string {
+	switch ep {
+	case providers.ChatCompletions:
+		return "chat"
+	case providers.Completions:
+		return "completions"
+	case providers.Embeddings:
+		return "embeddings"
+	}
+	return ""
+}
+
+// requestText is the text input checks look at: the messages' text (chat), the prompt (completions) or the
+// input (embeddings).
+func requestText(params map[string]any) string {
+	var b strings.Builder
+	add := func(s string) {
+		if s == "" {
+			return
+		}
+		if b.Len() > 0 {
+			b.WriteByte('\n')
+		}
+		b.WriteString(s)
+	}
+	if msgs, ok := params["messages"].([]any); ok {
+		for _, m := range msgs {
+			msg, _ := m.(map[string]any)
+			add(contentText(msg["content"]))
+		}
+		return b.String()
+	}
+	for _, key := range []string{"prompt", "input"} {
+		switch v := params[key].(type) {
+		case string:
+			add(v)
+		case []any:
+			for _, item := range v {
+				if s, ok := item.(string); ok {
+					add(s)
+				}
+			}
+		}
+	}
+	return b.String()
+}
+
+func contentText(c any) string {
+	switch v := c.(type) {
+	case string:
+		return v
+	case []any:
+		var parts []string
+		for _, p := range v {
+			part, _ := p.(map[string]any)
+			if t, ok := part["text"].(string); ok {
+				parts = append(parts, t)
+			}
+		}
+		return strings.Join(parts, "\n")
+	}
+	return ""
+}
+
+// replaceRequestText writes a transformer's text back into the body: into the last user message of a chat
+// request, or the prompt / input of the others.
+func replaceRequestText(body []byte, text string) ([]byte, error) {
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(body, &m); err != nil {
+		return nil, err
+	}
+	quoted, _ := json.Marshal(text)
+	if raw, ok := m["messages"]; ok {
+		var msgs []map[string]json.RawMessage
+		if err := json.Unmarshal(raw, &msgs); err != nil {
+			return nil, err
+		}
+		for i := len(msgs) - 1; i >= 0; i-- {
+			if string(msgs[i]["role"]) == `"user"` {
+				msgs[i]["content"] = quoted
+				break
+			}
+		}
+		m["messages"], _ = json.Marshal(msgs)
+	} else if _, ok := m["prompt"]; ok {
+		m["prompt"] = quoted
+	} else if _, ok := m["input"]; ok {
+		m["input"] = quoted
+	}
+	return json.Marshal(m)
+}
+
+// answerText is the text of an OpenAI-shaped answer that output checks look at.
+func answerText(body []byte) string {
+	var a struct {
+		Choices []struct {
+			Message struct {
+				Content any `json:"content"`
+			} `json:"message"`
+			Text string `json:"text"`
+		} `json:"choices"`
+	}
+	if json.Unmarshal(body, &a) != nil || len(a.Choices) == 0 {
+		return ""
+	}
+	if t := contentText(a.Choices[0].Message.Content); t != "" {
+		return t
+	}
+	return a.Choices[0].Text
+}
+
+// withHookResults adds hook_results (and, for a transformer, the new text) to an answer's JSON body.
+func withHookResults(body []byte, results hookResults, transformed *string) []byte {
+	var m map[string]json.RawMessage
+	if json.Unmarshal(body, &m) != nil {
+		return body
+	}
+	if transformed != nil {
+		var choices []map[string]json.RawMessage
+		if json.Unmarshal(m["choices"], &choices) == nil && len(choices) > 0 {
+			var msg map[string]json.RawMessage
+			if json.Unmarshal(choices[0]["message"], &msg) == nil {
+				msg["content"], _ = json.Marshal(*transformed)
+				choices[0]["message"], _ = json.Marshal(msg)
+			} else if _, ok := choices[0]["text"]; ok {
+				choices[0]["text"], _ = json.Marshal(*transformed)
+			}
+			m["choices"], _ = json.Marshal(choices)
+		}
+	}
+	m["hook_results"], _ = json.Marshal(results)
+	out, err := json.Marshal(m)
+	if err != nil {
+		return body
+	}
+	return out
+}
+
+// hooksDenied is the 446 answer of a request a hook or guardrail denied.
+func hooksDenied(results hookResults) []byte {
+	if results.Before == nil {
+		results.Before = []guardrails.HookResult{}
+	}
+	if results.After == nil {
+		results.After = []guardrails.HookResult{}
+	}
+	body, _ := json.Marshal(map[string]any{
+		"error": map[string]any{"message": "the request was denied by a guardrail or hook", "type": "hooks_failed",
+			"code": gwerr.CodeHooksFailed, "param": nil},
+		"hook_results": results,
+	})
+	return body
+}
+
+// asyncHookTimeout bounds one async hook; maxAsyncHooks bounds those running at once.
+const (
+	asyncHookTimeout = 30 * time.Second
+	maxAsyncHooks    = 256
+)
+
+// runAsync starts async hooks, which never block or change the answer; the bound keeps a flood from piling up
+// goroutines (beyond it, async hooks are dropped with a warning).
+func (e *Engine) runAsync(parent context.Context, fns []func(context.Context)) {
+	for _, fn := range fns {
+		select {
+		case e.asyncSlots <- struct{}{}:
+			go func() {
+				defer func() { <-e.asyncSlots }()
+				ctx, cancel := context.WithTimeout(context.WithoutCancel(parent), asyncHookTimeout)
+				defer cancel()
+				fn(ctx)
+			}()
+		default:
+			e.log.Warn("async hook queue full: an async hook was dropped")
+		}
+	}
+}
+
+var jsonContentType = http.Header{"Content-Type": {"application/json"}}
