@@ -1,0 +1,81 @@
+package routes
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/llmgw/gateway/storage"
+)
+
+func TestHooksAndGuardrails(t *testing.T) {
+	f := newFixture(t, Options{})
+	up := newUpstream(t, nil) // answers "Hello!"
+	target := fmt.Sprintf(`"provider":"openai","api_key":"sk","custom_host":%q`, up.URL+"/v1")
+	if _, err := f.store.Guardrails.Put(f.ws.ID, "no-emails", &storage.Guardrail{ID: "no-emails", WorkspaceID: f.ws.ID,
+		Guardrail: json.RawMessage(`{"deny": true, "default.regexMatch": {"rule": "[a-z]+@[a-z]+\\.com", "not": true}}`)}); err != nil {
+		t.Fatal(err)
+	}
+	email := `{"model":"m","messages":[{"role":"user","content":"mail me at bob@example.com"}]}`
+	tests := []struct {
+		name       string
+		config     string
+		body       string
+		status     int
+		calls      int64
+		wantInBody []string
+		upstream   string // a string the upstream body must contain
+	}{
+		{"input guardrail denies: provider never called",
+			`{` + target + `,"input_guardrails":[{"id":"short","deny":true,"default.wordCount":{"maxWords":3}}]}`,
+			email, 446, 0, []string{`"hooks_failed"`, `"before_request_hooks":[{"id":"short","verdict":false`}, ""},
+		{"saved guardrail by id",
+			`{` + target + `,"input_guardrails":["no-emails"]}`, email, 446, 0, []string{`"no-emails"`}, ""},
+		{"failure without deny: 246 with hook_results",
+			`{` + target + `,"input_guardrails":[{"id":"short","default.wordCount":{"maxWords":3}}]}`,
+			email, 246, 1, []string{`"content":"Hello!"`, `"hook_results"`, `"verdict":false`}, ""},
+		{"all pass: 200 with hook_results",
+			`{` + target + `,"input_guardrails":[{"id":"long","default.wordCount":{"maxWords":100}}]}`,
+			email, 200, 1, []string{`"hook_results"`, `"verdict":true`}, ""},
+		{"output guardrail denies the answer",
+			`{` + target + `,"output_guardrails":[{"id":"must-end","deny":true,"default.endsWith":{"suffix":"?"}}]}`,
+			email, 446, 1, []string{`"after_request_hooks":[{"id":"must-end","verdict":false`}, ""},
+		{"transformer changes what goes upstream",
+			`{` + target + `,"before_request_hooks":[{"id":"redact","checks":[{"id":"default.regexReplace","parameters":{"rule":"[a-z]+@[a-z]+\\.com","replacement":"[EMAIL]"}}]}]}`,
+			email, 200, 1, nil, "mail me at [EMAIL]"},
+		{"hook deny through on_fail.deny",
+			`{` + target + `,"before_request_hooks":[{"id":"models","on_fail":{"deny":true},"checks":[{"id":"default.modelWhitelist","parameters":{"models":["gpt-4o"]}}]}]}`,
+			email, 446, 0, []string{`"models"`}, ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			before := up.calls.Load()
+			a := f.chat(t, tc.body, HeaderConfig, tc.config)
+			if a.status != tc.status {
+				t.Fatalf("status %d, want %d: %s", a.status, tc.status, a.body)
+			}
+			if got := up.calls.Load() - before; got != tc.calls {
+				t.Errorf("upstream called %d times, want %d", got, tc.calls)
+			}
+			for _, w := range tc.wantInBody {
+				if !strings.Contains(string(a.body), w) {
+					t.Errorf("body lacks %s: %s", w, a.body)
+				}
+			}
+			if tc.upstream != "" {
+				if _, body := up.lastRequest(); !strings.Contains(body, tc.upstream) {
+					t.Errorf("upstream body lacks %q: %s", tc.upstream, body)
+				}
+			}
+		})
+	}
+	// An unknown check id is a config error, named by its path.
+	checkError(t, f.chat(t, email, HeaderConfig, `{`+target+`,"input_guardrails":[{"default.wordCountt":{}}]}`),
+		400, "invalid_config", "input_guardrails[0].default.wordCountt")
+	// A 446 counts as a failure for fallback: the next target answers.
+	fallback := fmt.Sprintf(`{"strategy":{"mode":"fallback"},"targets":[{%s,"input_guardrails":["no-emails"]},{%s}]}`, target, target)
+	if a := f.chat(t, email, HeaderConfig, fallback); a.status != 200 || a.header.Get(HeaderOptionIndex) != "config.targets[1]" {
+		t.Fatalf("fallback after a deny: %d %s", a.status, a.body)
+	}
+}
