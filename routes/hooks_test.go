@@ -3,6 +3,8 @@ package routes
 import (
 	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
 	"strings"
 	"testing"
 
@@ -77,5 +79,37 @@ func TestHooksAndGuardrails(t *testing.T) {
 	fallback := fmt.Sprintf(`{"strategy":{"mode":"fallback"},"targets":[{%s,"input_guardrails":["no-emails"]},{%s}]}`, target, target)
 	if a := f.chat(t, email, HeaderConfig, fallback); a.status != 200 || a.header.Get(HeaderOptionIndex) != "config.targets[1]" {
 		t.Fatalf("fallback after a deny: %d %s", a.status, a.body)
+	}
+}
+
+func TestOutputGuardrailsOnStreams(t *testing.T) {
+	f := newFixture(t, Options{})
+	base, _ := f.serve(t)
+	up := newUpstream(t, func(w http.ResponseWriter, r *http.Request, _ int64) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		io.WriteString(w, sseEvents) // "Hel" + "lo", then [DONE]
+	})
+	stream := func(guardrail string) string {
+		cfg := fmt.Sprintf(`{"provider":"openai","api_key":"sk","custom_host":%q,"output_guardrails":[%s]}`, up.URL+"/v1", guardrail)
+		req, _ := http.NewRequest("POST", base+"/v1/chat/completions", strings.NewReader(`{"model":"m","stream":true,"messages":[]}`))
+		req.Header.Set(HeaderAPIKey, f.plain)
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set(HeaderConfig, cfg)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return string(b)
+	}
+	pass := stream(`{"id":"says-hello","deny":true,"default.contains":{"words":["Hello"],"operator":"any"}}`)
+	if !strings.Contains(pass, `data: {"hook_results":{"before_request_hooks":[],"after_request_hooks":[{"id":"says-hello","verdict":true`) ||
+		!strings.HasSuffix(pass, "data: [DONE]\n\n") || !strings.HasPrefix(pass, strings.SplitAfter(sseEvents, "\n\n")[0]) {
+		t.Fatalf("passing stream:\n%s", pass)
+	}
+	deny := stream(`{"id":"no-hello","deny":true,"default.contains":{"words":["Hello"],"operator":"none"}}`)
+	if !strings.Contains(deny, `data: {"error":`) || !strings.Contains(deny, `"no-hello"`) || strings.Contains(deny, "[DONE]") {
+		t.Fatalf("denied stream:\n%s", deny)
 	}
 }

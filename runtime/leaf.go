@@ -89,10 +89,11 @@ func (e *Engine) execLeaf(ctx context.Context, st *state, n *config.Node) *outco
 // when some check failed without denying, and hook_results beside the completion's fields.
 func (e *Engine) afterHooks(ctx context.Context, st *state, set *guardrails.Set, out *outcome, results hookResults, soft bool) {
 	if out.stream != nil {
-		// Output guardrails on streams are not run yet; the before side's verdict still shows in the status.
+		// The status is sent before the answer is known: only the before side can make it 246.
 		if soft {
 			out.status = StatusHooksFailedSoft
 		}
+		e.streamWithOutputHooks(ctx, st, set, out, results)
 		return
 	}
 	after := set.Run(ctx, guardrails.StageAfter, checkInput(st, guardrails.StageAfter, answerText(out.body)), requestView{st})
