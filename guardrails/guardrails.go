@@ -128,7 +128,7 @@ type Outcome struct {
 	// closure evaluates one item on a copy of the input and discards the result (its checks' side effects,
 	// such as webhook and log calls, are the point). The RequestView passed to Run must stay readable until they
 	// finish.
-	Async []func(context.Context)
+	Async []func(context.Context) HookResult
 	// Feedback is the on_fail / on_success feedback of the synchronous items, for the request's log.
 	Feedback []Feedback
 }

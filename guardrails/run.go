@@ -71,11 +71,14 @@ func (s *Set) Run(ctx context.Context, stage Stage, in *hostapi.Input, req hosta
 }
 
 // asyncRun returns a closure that evaluates it on a copy of in.
-func asyncRun(it *item, in *hostapi.Input, req hostapi.RequestView) func(context.Context) {
+func asyncRun(it *item, in *hostapi.Input, req hostapi.RequestView) func(context.Context) HookResult {
 	cp := *in
 	cp.Metadata = slices.Clone(in.Metadata)
 	cp.Params = slices.Clone(in.Params)
-	return func(ctx context.Context) { it.run(ctx, &cp, req) }
+	return func(ctx context.Context) HookResult {
+		res, _, _ := it.run(ctx, &cp, req)
+		return res
+	}
 }
 
 // run evaluates one item; it returns its result and, when a check transformed it, the new text.

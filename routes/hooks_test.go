@@ -7,7 +7,9 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/llmgw/gateway/guardrails"
 	"github.com/llmgw/gateway/storage"
 )
 
@@ -111,5 +113,33 @@ func TestOutputGuardrailsOnStreams(t *testing.T) {
 	deny := stream(`{"id":"no-hello","deny":true,"default.contains":{"words":["Hello"],"operator":"none"}}`)
 	if !strings.Contains(deny, `data: {"error":`) || !strings.Contains(deny, `"no-hello"`) || strings.Contains(deny, "[DONE]") {
 		t.Fatalf("denied stream:\n%s", deny)
+	}
+}
+
+func TestAsyncHooksNeverBlockTheAnswer(t *testing.T) {
+	release := make(chan struct{})
+	entered := make(chan struct{}, 1)
+	webhook := newUpstream(t, func(w http.ResponseWriter, r *http.Request, _ int64) {
+		entered <- struct{}{}
+		<-release // the hook hangs until the test has its answer
+		io.WriteString(w, `{"verdict": false}`)
+	})
+	defer close(release)
+	host := strings.TrimPrefix(webhook.URL, "http://")
+	guardrails.SetOutboundAllowList([]string{host})
+	defer guardrails.SetOutboundAllowList(nil)
+
+	f := newFixture(t, Options{})
+	up := newUpstream(t, nil)
+	cfg := fmt.Sprintf(`{"provider":"openai","api_key":"sk","custom_host":%q,"after_request_hooks":[{"id":"audit","async":true,`+
+		`"checks":[{"id":"default.webhook","parameters":{"webhookURL":%q}}]}]}`, up.URL+"/v1", webhook.URL+"/hook")
+	a := f.chat(t, chatBody, HeaderConfig, cfg)
+	if a.status != 200 {
+		t.Fatalf("%d %s", a.status, a.body)
+	}
+	select {
+	case <-entered: // the async hook ran, and the answer came while it was still hanging
+	case <-time.After(10 * time.Second):
+		t.Fatal("the async hook never ran")
 	}
 }

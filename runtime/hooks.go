@@ -279,7 +279,7 @@ const (
 
 // runAsync starts async hooks, which never block or change the answer; the bound keeps a flood from piling up
 // goroutines (beyond it, async hooks are dropped with a warning).
-func (e *Engine) runAsync(parent context.Context, fns []func(context.Context)) {
+func (e *Engine) runAsync(parent context.Context, traceID string, fns []func(context.Context) guardrails.HookResult) {
 	for _, fn := range fns {
 		select {
 		case e.asyncSlots <- struct{}{}:
@@ -287,7 +287,9 @@ func (e *Engine) runAsync(parent context.Context, fns []func(context.Context)) {
 				defer func() { <-e.asyncSlots }()
 				ctx, cancel := context.WithTimeout(context.WithoutCancel(parent), asyncHookTimeout)
 				defer cancel()
-				fn(ctx)
+				res := fn(ctx)
+				e.log.Info("async hook finished", "trace_id", traceID, "hook", res.ID, "verdict", res.Verdict, "type", res.Type,
+					"execution_ms", res.ExecutionTime, "checks", len(res.Checks))
 			}()
 		default:
 			e.log.Warn("async hook queue full: an async hook was dropped")

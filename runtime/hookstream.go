@@ -81,7 +81,7 @@ func (e *Engine) streamWithOutputHooks(ctx context.Context, st *state, set *guar
 	out.stream.ReadCloser = &hookStream{src: src, br: bufio.NewReaderSize(src, 32<<10), finish: func(text string) ([]byte, bool) {
 		after := set.Run(ctx, guardrails.StageAfter, checkInput(st, guardrails.StageAfter, text), requestView{st})
 		results.After = after.Results
-		e.runAsync(ctx, after.Async)
+		e.runAsync(ctx, st.req.TraceID, after.Async)
 		if results.Before == nil {
 			results.Before = []guardrails.HookResult{}
 		}

@@ -56,7 +56,7 @@ func (e *Engine) execLeaf(ctx context.Context, st *state, n *config.Node) *outco
 	if set != nil {
 		before := set.Run(ctx, guardrails.StageBefore, checkInput(st, guardrails.StageBefore, requestText(st.conditionEnv().Params)), requestView{st})
 		results.Before = before.Results
-		e.runAsync(ctx, before.Async)
+		e.runAsync(ctx, st.req.TraceID, before.Async)
 		if before.Deny {
 			return &outcome{status: gwerr.StatusHooksFailed, header: jsonContentType, body: hooksDenied(results), path: n.Path, prov: t.Provider}
 		}
@@ -98,7 +98,7 @@ func (e *Engine) afterHooks(ctx context.Context, st *state, set *guardrails.Set,
 	}
 	after := set.Run(ctx, guardrails.StageAfter, checkInput(st, guardrails.StageAfter, answerText(out.body)), requestView{st})
 	results.After = after.Results
-	e.runAsync(ctx, after.Async)
+	e.runAsync(ctx, st.req.TraceID, after.Async)
 	if results.Before == nil {
 		results.Before = []guardrails.HookResult{}
 	}
