@@ -5,10 +5,12 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -101,3 +103,71 @@ func TestPluginsThroughTheBinary(t *testing.T) {
 	}
 	p2.stop(t, syscall.SIGTERM)
 }
+
+// TestWasmChecksThroughTheBinary uploads the denylist and router examples, then sends chat completions whose
+// config uses them: a wasm guardrail that denies, and a $plugin routing condition.
+func TestWasmChecksThroughTheBinary(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds wasm guests")
+	}
+	denylist := buildExample(t, "denylist")
+	router := buildExample(t, "router")
+	var calls atomicCounter
+	up := newChatUpstream(t, &calls)
+	dir := t.TempDir()
+	boot := writeFile(t, dir, "b.json", `{"api_keys": [{"key": "gw-wasm-admin", "admin": true}]}`)
+	p := startGateway(t, nil, "--listen", "127.0.0.1:0", "--data", filepath.Join(dir, "data"), "--bootstrap", boot)
+	for id, wasm := range map[string][]byte{"denylist": denylist, "router": router} {
+		if status, body := putPlugin(t, p.base, "gw-wasm-admin", id, wasm); status != 200 {
+			t.Fatalf("upload %s: %d %v", id, status, body)
+		}
+	}
+	chat := func(config, content string) (int, string, http.Header) {
+		body := `{"model":"m","messages":[{"role":"user","content":` + strconvQuote(content) + `}]}`
+		req, _ := http.NewRequest("POST", p.base+"/v1/chat/completions", strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("x-gateway-api-key", "gw-wasm-admin")
+		req.Header.Set("x-gateway-config", config)
+		resp, err := (&http.Client{Timeout: 30 * time.Second}).Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b), resp.Header
+	}
+	target := `"provider":"openai","api_key":"sk","custom_host":"` + up.URL + `/v1"`
+	guarded := `{` + target + `,"input_guardrails":[{"id":"words","deny":true,"denylist.check":{"words":["forbidden"]}}]}`
+	before := calls.n.Load()
+	status, body, _ := chat(guarded, "this is forbidden talk")
+	if status != 446 || !strings.Contains(body, `"denylist.check"`) || calls.n.Load() != before {
+		t.Fatalf("wasm deny: %d %s (upstream calls %d)", status, body, calls.n.Load()-before)
+	}
+	if status, body, _ = chat(guarded, "harmless"); status != 200 {
+		t.Fatalf("wasm pass: %d %s", status, body)
+	}
+	routed := `{"strategy":{"mode":"conditional","conditions":[{"query":{"$plugin":"router","$params":{"min_chars":20,"non_english":false}},"then":"long"}],"default":"short"},` +
+		`"targets":[{"name":"short",` + target + `},{"name":"long",` + target + `}]}`
+	if _, _, h := chat(routed, "hi"); h.Get("x-gateway-last-used-option-index") != "config.targets[0]" {
+		t.Errorf("short prompt went to %s", h.Get("x-gateway-last-used-option-index"))
+	}
+	if _, _, h := chat(routed, "a rather long prompt that is over twenty characters"); h.Get("x-gateway-last-used-option-index") != "config.targets[1]" {
+		t.Errorf("long prompt went to %s", h.Get("x-gateway-last-used-option-index"))
+	}
+	p.stop(t, syscall.SIGTERM)
+}
+
+type atomicCounter struct{ n atomic.Int64 }
+
+func newChatUpstream(t *testing.T, calls *atomicCounter) *httptest.Server {
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		calls.n.Add(1)
+		io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"id":"c","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":"ok"},"finish_reason":"stop"}]}`)
+	}))
+	t.Cleanup(up.Close)
+	return up
+}
+
+func strconvQuote(s string) string { b, _ := json.Marshal(s); return string(b) }
