@@ -198,6 +198,17 @@ type compiledCheck struct {
 }
 
 // Empty reports whether the set has no item at all (a nil Set is empty).
+// Has reports whether the set has hooks or guardrails for stage, so that callers skip building their input.
+func (s *Set) Has(stage Stage) bool {
+	if s == nil {
+		return false
+	}
+	if stage == StageAfter {
+		return len(s.after) > 0
+	}
+	return len(s.before) > 0
+}
+
 func (s *Set) Empty() bool {
 	return s == nil || len(s.before) == 0 && len(s.after) == 0
 }

@@ -77,3 +77,14 @@ func BenchmarkChatCompletionDirectProxy(b *testing.B) {
 	}
 	runChat(b, handler)
 }
+
+// BenchmarkChatCompletionWithChecks is BenchmarkChatCompletionGateway with an input guardrail of three
+// built-in checks on the request: the difference is what the checks add.
+func BenchmarkChatCompletionWithChecks(b *testing.B) {
+	f := newFixture(b, Options{})
+	up := benchUpstream(b)
+	cfg := `{"strategy":{"mode":"fallback"},"targets":[{"provider":"openai","api_key":"sk","custom_host":"` + up.URL + `/v1"}],` +
+		`"input_guardrails":[{"id":"g","default.wordCount":{"maxWords":1000},"default.regexMatch":{"rule":"[a-z]+@[a-z]+\\.com","not":true},` +
+		`"default.contains":{"words":["forbidden"],"operator":"none"}}]}`
+	runChat(b, f.srv.Handler().Handler(), HeaderAPIKey, f.plain, HeaderConfig, cfg)
+}

@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"net/http"
@@ -230,6 +231,25 @@ func answerText(body []byte) string {
 
 // withHookResults adds hook_results (and, for a transformer, the new text) to an answer's JSON body.
 func withHookResults(body []byte, results hookResults, transformed *string) []byte {
+	if transformed == nil {
+		// The body is a JSON object (checked when it arrived): splice the member in before its closing brace
+		// rather than decode and re-encode the whole answer.
+		end := bytes.LastIndexByte(body, '}')
+		if end > 0 {
+			head := bytes.TrimRight(body[:end], " \t\r\n")
+			hr, err := json.Marshal(results)
+			if err == nil && len(head) > 0 {
+				out := make([]byte, 0, len(body)+len(hr)+18)
+				out = append(out, head...)
+				if head[len(head)-1] != '{' {
+					out = append(out, ',')
+				}
+				out = append(out, `"hook_results":`...)
+				out = append(out, hr...)
+				return append(out, body[end:]...)
+			}
+		}
+	}
 	var m map[string]json.RawMessage
 	if json.Unmarshal(body, &m) != nil {
 		return body

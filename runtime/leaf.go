@@ -53,7 +53,7 @@ func (e *Engine) execLeaf(ctx context.Context, st *state, n *config.Node) *outco
 	}
 	var results hookResults
 	soft := false // a check failed without denying: the answer says 246
-	if set != nil {
+	if set.Has(guardrails.StageBefore) {
 		before := set.Run(ctx, guardrails.StageBefore, checkInput(st, guardrails.StageBefore, requestText(st.conditionEnv().Params)), requestView{st})
 		results.Before = before.Results
 		e.runAsync(ctx, st.req.TraceID, before.Async)
@@ -96,7 +96,10 @@ func (e *Engine) afterHooks(ctx context.Context, st *state, set *guardrails.Set,
 		e.streamWithOutputHooks(ctx, st, set, out, results)
 		return
 	}
-	after := set.Run(ctx, guardrails.StageAfter, checkInput(st, guardrails.StageAfter, answerText(out.body)), requestView{st})
+	var after guardrails.Outcome
+	if set.Has(guardrails.StageAfter) {
+		after = set.Run(ctx, guardrails.StageAfter, checkInput(st, guardrails.StageAfter, answerText(out.body)), requestView{st})
+	}
 	results.After = after.Results
 	e.runAsync(ctx, st.req.TraceID, after.Async)
 	if results.Before == nil {
