@@ -143,3 +143,21 @@ func TestAsyncHooksNeverBlockTheAnswer(t *testing.T) {
 		t.Fatal("the async hook never ran")
 	}
 }
+
+func TestRetryWhenAnOutputGuardrailFails(t *testing.T) {
+	f := newFixture(t, Options{})
+	up := newUpstream(t, func(w http.ResponseWriter, r *http.Request, call int64) {
+		content := "no"
+		if call == 3 {
+			content = "yes, finally"
+		}
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprintf(w, `{"id":"c","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":%q},"finish_reason":"stop"}]}`, content)
+	})
+	cfg := fmt.Sprintf(`{"provider":"openai","api_key":"sk","custom_host":%q,"retry":{"attempts":3,"on_status_codes":[446]},`+
+		`"output_guardrails":[{"id":"says-yes","deny":true,"default.contains":{"words":["yes"],"operator":"any"}}]}`, up.URL+"/v1")
+	a := f.chat(t, chatBody, HeaderConfig, cfg)
+	if a.status != 200 || up.calls.Load() != 3 || a.header.Get(HeaderRetryCount) != "2" || !strings.Contains(string(a.body), "finally") {
+		t.Fatalf("status %d, calls %d, retries %s: %s", a.status, up.calls.Load(), a.header.Get(HeaderRetryCount), a.body)
+	}
+}

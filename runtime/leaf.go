@@ -67,11 +67,18 @@ func (e *Engine) execLeaf(ctx context.Context, st *state, n *config.Node) *outco
 			}
 		}
 	}
-	out := e.attempts(ctx, st.req, n, adapter, t, &providers.Call{Endpoint: st.req.Endpoint, Body: body, Stream: st.req.Stream,
-		Strict: n.StrictCompliance})
-	if set != nil && out.ok() {
-		e.afterHooks(ctx, st, set, out, results, soft)
+	// After-request hooks judge every attempt, so that a 446 from an output guardrail can be retried when
+	// retry.on_status_codes lists it.
+	var post func(*outcome)
+	if set != nil {
+		post = func(out *outcome) {
+			if out.ok() {
+				e.afterHooks(ctx, st, set, out, results, soft)
+			}
+		}
 	}
+	out := e.attempts(ctx, st.req, n, adapter, t, &providers.Call{Endpoint: st.req.Endpoint, Body: body, Stream: st.req.Stream,
+		Strict: n.StrictCompliance}, post)
 	if br != nil {
 		status := out.status
 		if out.err != nil {
@@ -300,7 +307,7 @@ func patchBody(req *Request, n *config.Node) ([]byte, error) {
 }
 
 // attempts calls the target, retrying as its retry settings say.
-func (e *Engine) attempts(ctx context.Context, req *Request, n *config.Node, adapter providers.Adapter, t *providers.Target, call *providers.Call) *outcome {
+func (e *Engine) attempts(ctx context.Context, req *Request, n *config.Node, adapter providers.Adapter, t *providers.Target, call *providers.Call, post func(*outcome)) *outcome {
 	retry := n.Retry
 	max := 0
 	if retry != nil {
@@ -316,6 +323,9 @@ func (e *Engine) attempts(ctx context.Context, req *Request, n *config.Node, ada
 	for i := 0; ; i++ {
 		out := e.attempt(ctx, adapter, t, call, timeout)
 		out.retries, out.path, out.prov = i, n.Path, t.Provider
+		if post != nil {
+			post(out)
+		}
 		if i >= max || ctx.Err() != nil || !shouldRetry(retry, out) {
 			return out
 		}
