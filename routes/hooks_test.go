@@ -161,3 +161,38 @@ func TestRetryWhenAnOutputGuardrailFails(t *testing.T) {
 		t.Fatalf("status %d, calls %d, retries %s: %s", a.status, up.calls.Load(), a.header.Get(HeaderRetryCount), a.body)
 	}
 }
+
+func TestGuardrailEndpoints(t *testing.T) {
+	f := newFixture(t, Options{})
+	put := func(key, id, body string) answer {
+		return f.do(t, "PUT", "/v1/guardrails/"+id, body, HeaderAPIKey, key, "Content-Type", "application/json")
+	}
+	a := put(f.admin, "short", `{"deny": true, "default.wordCount": {"maxWords": 3}}`)
+	if a.status != 200 || a.json(t)["id"] != "short" {
+		t.Fatalf("put: %d %s", a.status, a.body)
+	}
+	checkError(t, put(f.admin, "bad", `{"default.wordCountt": {}}`), 400, "invalid_config", "default.wordCountt")
+	checkError(t, put(f.admin, "bad", `[1]`), 400, "invalid_json", nil)
+	checkError(t, put(f.plain, "short", `{"default.wordCount": {}}`), 403, "forbidden", nil)
+	if list := f.do(t, "GET", "/v1/guardrails", "", HeaderAPIKey, f.admin); len(list.json(t)["data"].([]any)) != 1 {
+		t.Fatalf("list: %s", list.body)
+	}
+	checkError(t, f.do(t, "GET", "/v1/guardrails/short", "", HeaderAPIKey, f.otherKey), 404, "not_found", nil)
+
+	// A config names it by ID.
+	up := newUpstream(t, nil)
+	cfg := fmt.Sprintf(`{"provider":"openai","api_key":"sk","custom_host":%q,"input_guardrails":["short"]}`, up.URL+"/v1")
+	if a := f.chat(t, `{"model":"m","messages":[{"role":"user","content":"one two three four five"}]}`, HeaderConfig, cfg); a.status != 446 {
+		t.Fatalf("saved guardrail through a config: %d %s", a.status, a.body)
+	}
+	// A changed guardrail applies at once.
+	put(f.admin, "short", `{"deny": true, "default.wordCount": {"maxWords": 30}}`)
+	if a := f.chat(t, `{"model":"m","messages":[{"role":"user","content":"one two three four five"}]}`, HeaderConfig, cfg); a.status != 200 {
+		t.Fatalf("after the guardrail changed: %d %s", a.status, a.body)
+	}
+	if a := f.do(t, "DELETE", "/v1/guardrails/short", "", HeaderAPIKey, f.admin); a.status != 200 {
+		t.Fatalf("delete: %d", a.status)
+	}
+	checkError(t, f.chat(t, chatBody, HeaderConfig, cfg), 400, "invalid_config", "input_guardrails[0]")
+	checkError(t, f.do(t, "GET", "/v1/guardrails/short", "", HeaderAPIKey, f.admin), 404, "not_found", nil)
+}

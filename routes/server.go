@@ -7,6 +7,7 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 
+	"github.com/llmgw/gateway/guardrails"
 	"github.com/llmgw/gateway/runtime"
 	"github.com/llmgw/gateway/runtime/providers"
 	"github.com/llmgw/gateway/storage"
@@ -29,6 +30,8 @@ type Options struct {
 	AccessLog bool
 	// Plugins is the wasm engine behind /v1/plugins. Nil: those endpoints answer 503.
 	Plugins PluginHost
+	// PluginChecks resolves wasm check ids when saved guardrails are validated. Nil: none.
+	PluginChecks guardrails.PluginChecks
 }
 
 // Server is the gateway's HTTP front: the fiber app with its middleware and routes.
@@ -38,8 +41,9 @@ type Server struct {
 	engine *runtime.Engine
 	log    *slog.Logger
 
-	accessLogs bool
-	plugins    PluginHost
+	accessLogs   bool
+	plugins      PluginHost
+	pluginChecks guardrails.PluginChecks
 }
 
 // New builds the server over the store and the engine. Call Serve to accept connections and Shutdown to stop.
@@ -56,7 +60,8 @@ func New(store *storage.Store, engine *runtime.Engine, opts Options) *Server {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
-	s := &Server{store: store, engine: engine, log: opts.Logger, accessLogs: opts.AccessLog, plugins: opts.Plugins}
+	s := &Server{store: store, engine: engine, log: opts.Logger, accessLogs: opts.AccessLog, plugins: opts.Plugins,
+		pluginChecks: opts.PluginChecks}
 	s.app = fiber.New(fiber.Config{
 		AppName:               "gateway",
 		BodyLimit:             opts.BodyLimit,
@@ -81,6 +86,11 @@ func (s *Server) routes() {
 	v1.Post("/api-keys", s.createAPIKey)
 	v1.Get("/api-keys/:id", s.getAPIKey)
 	v1.Delete("/api-keys/:id", s.deleteAPIKey)
+
+	v1.Get("/guardrails", s.listGuardrails)
+	v1.Put("/guardrails/:id", s.putGuardrail)
+	v1.Get("/guardrails/:id", s.getGuardrail)
+	v1.Delete("/guardrails/:id", s.deleteGuardrail)
 
 	v1.Get("/plugins", s.listPlugins)
 	v1.Put("/plugins/:id", s.putPlugin)

@@ -31,6 +31,12 @@ type hookSetEntry struct {
 	err error
 }
 
+// ForgetCompiledHooks drops every compiled hook set, so that a saved guardrail that changed or went away is
+// read again. Admin endpoints call it after they write a guardrail.
+func (e *Engine) ForgetCompiledHooks() {
+	e.hookSets.m.Clear()
+}
+
 // hooks returns the compiled set of a node for the request's workspace, or nil when the node has none.
 func (e *Engine) hooks(st *state, n *config.Node) (*guardrails.Set, error) {
 	if len(n.BeforeHooks)+len(n.AfterHooks)+len(n.InputGuardrails)+len(n.OutputGuardrails) == 0 {

@@ -83,17 +83,17 @@ func run(ctx context.Context, stopSignals func(), args []string, getenv func(str
 	}
 	defer wasm.Close(context.WithoutCancel(ctx))
 	guardrails.SetOutboundAllowList(cfg.webhookHosts)
+	pluginChecks := func(workspaceID, pluginID, check string, params json.RawMessage) (guardrails.Check, error) {
+		c, err := wasm.CheckFor(workspaceID, pluginID, check, params)
+		if err != nil {
+			return nil, err
+		}
+		return c, nil
+	}
 	engine := runtime.New(store, runtime.Options{HostPolicy: &cfg.hosts, Logger: log,
-		PluginChecks: func(workspaceID, pluginID, check string, params json.RawMessage) (guardrails.Check, error) {
-			c, err := wasm.CheckFor(workspaceID, pluginID, check, params)
-			if err != nil {
-				return nil, err
-			}
-			return c, nil
-		},
-		PluginCondition: wasm.Condition})
+		PluginChecks: pluginChecks, PluginCondition: wasm.Condition})
 	server := routes.New(store, engine, routes.Options{BodyLimit: cfg.bodyLimit, Logger: log,
-		AccessLog: cfg.logLevel <= slog.LevelDebug, Plugins: wasm})
+		AccessLog: cfg.logLevel <= slog.LevelDebug, Plugins: wasm, PluginChecks: pluginChecks})
 	if !initialized {
 		secret, err := store.Initialize()
 		if err != nil {
