@@ -581,3 +581,26 @@ func TestPromptIDOutsidePromptCompletions(t *testing.T) {
 		t.Error("the provider was called")
 	}
 }
+
+func TestLargeConfigHeader(t *testing.T) {
+	f := newFixture(t, Options{})
+	base, _ := f.serve(t)
+	up := newUpstream(t, nil)
+	var targets []string
+	for i := 0; i < 100; i++ { // ~13 KB of config
+		targets = append(targets, fmt.Sprintf(`{"name":"t%d","provider":"openai","api_key":"sk-%040d","custom_host":%q}`, i, i, up.URL+"/v1"))
+	}
+	cfg := `{"strategy":{"mode":"fallback"},"targets":[` + strings.Join(targets, ",") + `]}`
+	req, _ := http.NewRequest("POST", base+"/v1/chat/completions", strings.NewReader(chatBody))
+	req.Header.Set(HeaderAPIKey, f.plain)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set(HeaderConfig, cfg)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := readAnswer(t, resp)
+	if len(cfg) < 8<<10 || a.status != 200 {
+		t.Fatalf("a %d-byte config header: %d %s", len(cfg), a.status, a.body)
+	}
+}

@@ -13,6 +13,9 @@ import (
 	"github.com/llmgw/gateway/storage"
 )
 
+// maxHeaderBytes bounds a request's headers (x-gateway-config included); larger ones get 431.
+const maxHeaderBytes = 64 << 10
+
 // DefaultBodyLimit is the largest request body accepted when Options.BodyLimit is zero: 32 MiB.
 const DefaultBodyLimit = 32 << 20
 
@@ -65,6 +68,7 @@ func New(store *storage.Store, engine *runtime.Engine, opts Options) *Server {
 	s.app = fiber.New(fiber.Config{
 		AppName:               "gateway",
 		BodyLimit:             opts.BodyLimit,
+		ReadBufferSize:        maxHeaderBytes, // configs travel in x-gateway-config: headers grow past fasthttp's 4 KiB
 		ReadTimeout:           opts.ReadTimeout,
 		IdleTimeout:           opts.IdleTimeout,
 		DisableStartupMessage: true,

@@ -9,6 +9,7 @@ import (
 
 	"github.com/llmgw/gateway/runtime/gwerr"
 	"github.com/llmgw/gateway/runtime/providers"
+	"github.com/llmgw/gateway/runtime/providers/internal/openaiwire"
 )
 
 // translateChatRequest turns an OpenAI chat completion request into a Converse request body and returns the
@@ -395,23 +396,23 @@ func marshal(v any) ([]byte, error) {
 func finishReason(stop string) string {
 	switch stop {
 	case "max_tokens", "model_context_window_exceeded":
-		return "length"
+		return openaiwire.FinishLength
 	case "tool_use":
-		return "tool_calls"
+		return openaiwire.FinishToolCalls
 	case "guardrail_intervened", "content_filtered":
-		return "content_filter"
+		return openaiwire.FinishContentFilter
 	default: // end_turn, stop_sequence, and reasons OpenAI has no word for
-		return "stop"
+		return openaiwire.FinishStop
 	}
 }
 
 // usage maps Converse token usage. Bedrock counts cache reads and writes apart from inputTokens, while
 // OpenAI's prompt_tokens includes cached tokens, so prompt_tokens adds them; cached_tokens is the cache reads.
-func usage(u *brUsage) *openaiUsage {
+func usage(u *brUsage) *openaiwire.Usage {
 	if u == nil {
 		return nil
 	}
-	out := &openaiUsage{
+	out := &openaiwire.Usage{
 		PromptTokens:     u.InputTokens + u.CacheReadInputTokens + u.CacheWriteInputTokens,
 		CompletionTokens: u.OutputTokens,
 		TotalTokens:      u.TotalTokens,
@@ -420,7 +421,7 @@ func usage(u *brUsage) *openaiUsage {
 		out.TotalTokens = sum
 	}
 	if u.CacheReadInputTokens > 0 {
-		out.PromptTokensDetails = &promptDetails{CachedTokens: u.CacheReadInputTokens}
+		out.PromptTokensDetails = &openaiwire.PromptTokensDetails{CachedTokens: u.CacheReadInputTokens}
 	}
 	return out
 }
@@ -438,7 +439,7 @@ func (a *Adapter) TranslateResponse(t *providers.Target, c *providers.Call, body
 	if resp.Output.Message == nil {
 		return nil, fmt.Errorf("bedrock: converse answer has no output.message")
 	}
-	msg := assistantOut{Role: "assistant"}
+	msg := openaiwire.AssistantMessage{Role: "assistant"}
 	var text strings.Builder
 	hasText := false
 	for _, b := range resp.Output.Message.Content {
@@ -447,10 +448,10 @@ func (a *Adapter) TranslateResponse(t *providers.Target, c *providers.Call, body
 			text.WriteString(*b.Text)
 			hasText = true
 			if !c.Strict {
-				msg.ContentBlocks = append(msg.ContentBlocks, contentBlock{Type: "text", Text: *b.Text})
+				msg.ContentBlocks = append(msg.ContentBlocks, openaiwire.ContentBlock{Type: "text", Text: *b.Text})
 			}
 		case b.ToolUse != nil:
-			var tc toolCallOut
+			var tc openaiwire.ToolCall
 			tc.ID, tc.Type, tc.Function.Name = b.ToolUse.ToolUseID, "function", b.ToolUse.Name
 			tc.Function.Arguments = "{}"
 			if contentKind(b.ToolUse.Input) != 0 {
@@ -462,9 +463,9 @@ func (a *Adapter) TranslateResponse(t *providers.Target, c *providers.Call, body
 			msg.ToolCalls = append(msg.ToolCalls, tc)
 		case b.ReasoningContent != nil && !c.Strict:
 			if rt := b.ReasoningContent.ReasoningText; rt != nil {
-				msg.ContentBlocks = append(msg.ContentBlocks, contentBlock{Type: "thinking", Thinking: rt.Text, Signature: rt.Signature})
+				msg.ContentBlocks = append(msg.ContentBlocks, openaiwire.ContentBlock{Type: "thinking", Thinking: rt.Text, Signature: rt.Signature})
 			} else if b.ReasoningContent.RedactedContent != "" {
-				msg.ContentBlocks = append(msg.ContentBlocks, contentBlock{Type: "redacted_thinking", Data: b.ReasoningContent.RedactedContent})
+				msg.ContentBlocks = append(msg.ContentBlocks, openaiwire.ContentBlock{Type: "redacted_thinking", Data: b.ReasoningContent.RedactedContent})
 			}
 		}
 	}
@@ -472,12 +473,12 @@ func (a *Adapter) TranslateResponse(t *providers.Target, c *providers.Call, body
 		s := text.String()
 		msg.Content = &s
 	}
-	out := chatCompletion{
+	out := openaiwire.Completion{
 		ID:      a.newID(),
 		Object:  "chat.completion",
 		Created: a.now().Unix(),
 		Model:   requestModel(c.Body),
-		Choices: []chatChoice{{Index: 0, Message: msg, FinishReason: finishReason(resp.StopReason), Logprobs: json.RawMessage("null")}},
+		Choices: []openaiwire.Choice{{Index: 0, Message: msg, FinishReason: finishReason(resp.StopReason), Logprobs: json.RawMessage("null")}},
 		Usage:   usage(resp.Usage),
 	}
 	return marshal(out)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/llmgw/gateway/runtime/gwerr"
 	"github.com/llmgw/gateway/runtime/providers"
+	"github.com/llmgw/gateway/runtime/providers/internal/openaiwire"
 )
 
 // embeddingFamily is the request format an embedding model speaks through InvokeModel.
@@ -111,7 +112,7 @@ func embeddingInputs(raw json.RawMessage) ([]string, error) {
 func translateEmbeddingsResponse(c *providers.Call, body []byte) ([]byte, error) {
 	var req embeddingsRequest
 	_ = json.Unmarshal(c.Body, &req)
-	out := embeddingsList{Object: "list", Model: req.Model}
+	out := openaiwire.EmbeddingList{Object: "list", Model: req.Model}
 	var vectors [][]float64
 	switch family(req.Model) {
 	case familyTitan:
@@ -157,9 +158,9 @@ func translateEmbeddingsResponse(c *providers.Call, body []byte) ([]byte, error)
 		return nil, fmt.Errorf("bedrock: embeddings answer for unknown model family %q", req.Model)
 	}
 	out.Usage.TotalTokens = out.Usage.PromptTokens
-	out.Data = make([]embeddingItem, len(vectors))
+	out.Data = make([]openaiwire.Embedding, len(vectors))
 	for i, v := range vectors {
-		out.Data[i] = embeddingItem{Object: "embedding", Index: i, Embedding: v}
+		out.Data[i] = openaiwire.Embedding{Object: "embedding", Index: i, Embedding: v}
 		if req.EncodingFormat == "base64" {
 			out.Data[i].Embedding = float32Base64(v)
 		}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/llmgw/gateway/runtime/gwerr"
 	"github.com/llmgw/gateway/runtime/providers"
+	"github.com/llmgw/gateway/runtime/providers/internal/openaiwire"
 )
 
 // maxPlainErrorMessage bounds the message taken from an error body that is not JSON (an HTML page of a proxy).
@@ -22,17 +23,8 @@ type bedrockError struct {
 	Code     string `json:"code"`
 }
 
-type openaiError struct {
-	Error openaiErrorDetail `json:"error"`
-}
-
-type openaiErrorDetail struct {
-	Message       string          `json:"message"`
-	Type          string          `json:"type"`
-	Code          string          `json:"code"`
-	Param         *string         `json:"param"`
-	ProviderError json.RawMessage `json:"provider_error"`
-}
+// openaiError is the error body TranslateError writes.
+type openaiError = openaiwire.ErrorBody
 
 // TranslateError turns a Bedrock error answer into OpenAI's error shape. The message is Bedrock's own; the raw
 // body is kept in error.provider_error (as JSON when it is JSON, else as a string). The type follows the status
@@ -40,7 +32,7 @@ type openaiErrorDetail struct {
 // status (429 rate_limited, ...). The exception name Bedrock sends in the x-amzn-ErrorType header is not seen
 // here: the ErrorTranslator contract passes the status and body only.
 func (a *Adapter) TranslateError(t *providers.Target, c *providers.Call, status int, body []byte) []byte {
-	var detail openaiErrorDetail
+	var detail openaiwire.ErrorDetail
 	var be bedrockError
 	if json.Valid(body) {
 		detail.ProviderError = json.RawMessage(body)
@@ -59,19 +51,15 @@ func (a *Adapter) TranslateError(t *providers.Target, c *providers.Call, status 
 		detail.Message = "bedrock answered " + http.StatusText(status)
 	}
 	detail.Type = (&gwerr.Error{Status: status}).Type()
-	detail.Code = exceptionName(be.Type)
-	if detail.Code == "" {
-		detail.Code = exceptionName(be.Code)
+	code := exceptionName(be.Type)
+	if code == "" {
+		code = exceptionName(be.Code)
 	}
-	if detail.Code == "" {
-		detail.Code = statusCode(status)
+	if code == "" {
+		code = statusCode(status)
 	}
-	out, err := json.Marshal(openaiError{Error: detail})
-	if err != nil { // provider_error is valid JSON by construction; keep the contract even so
-		out, _ = json.Marshal(openaiError{Error: openaiErrorDetail{Message: detail.Message, Type: detail.Type, Code: detail.Code,
-			ProviderError: json.RawMessage("null")}})
-	}
-	return out
+	detail.Code = &code
+	return openaiwire.MarshalError(detail)
 }
 
 // exceptionName trims an AWS error type such as "com.amazon.bedrock#ValidationException:http://..." to

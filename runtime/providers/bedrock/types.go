@@ -1,28 +1,25 @@
 package bedrock
 
-import "encoding/json"
+import (
+	"encoding/json"
+
+	"github.com/llmgw/gateway/runtime/providers/internal/openaiwire"
+)
 
 // OpenAI-side shapes the adapter reads (requests) and writes (answers). Only the fields the adapter uses are
 // declared; the rest of a caller's body is ignored.
 
 type chatRequest struct {
-	Model               string          `json:"model"`
-	Messages            []chatMessage   `json:"messages"`
-	MaxTokens           *int64          `json:"max_tokens"`
-	MaxCompletionTokens *int64          `json:"max_completion_tokens"`
-	Temperature         *float64        `json:"temperature"`
-	TopP                *float64        `json:"top_p"`
-	Stop                json.RawMessage `json:"stop"`
-	Tools               []chatTool      `json:"tools"`
-	ToolChoice          json.RawMessage `json:"tool_choice"`
-	ResponseFormat      *chatRespFormat `json:"response_format"`
-}
-
-type chatMessage struct {
-	Role       string          `json:"role"`
-	Content    json.RawMessage `json:"content"`
-	ToolCalls  []chatToolCall  `json:"tool_calls"`
-	ToolCallID string          `json:"tool_call_id"`
+	Model               string                   `json:"model"`
+	Messages            []openaiwire.ChatMessage `json:"messages"`
+	MaxTokens           *int64                   `json:"max_tokens"`
+	MaxCompletionTokens *int64                   `json:"max_completion_tokens"`
+	Temperature         *float64                 `json:"temperature"`
+	TopP                *float64                 `json:"top_p"`
+	Stop                json.RawMessage          `json:"stop"`
+	Tools               []chatTool               `json:"tools"`
+	ToolChoice          json.RawMessage          `json:"tool_choice"`
+	ResponseFormat      *chatRespFormat          `json:"response_format"`
 }
 
 type chatPart struct {
@@ -33,22 +30,9 @@ type chatPart struct {
 	} `json:"image_url"`
 }
 
-type chatToolCall struct {
-	ID       string `json:"id"`
-	Type     string `json:"type"`
-	Function struct {
-		Name      string `json:"name"`
-		Arguments string `json:"arguments"`
-	} `json:"function"`
-}
-
 type chatTool struct {
-	Type     string `json:"type"`
-	Function struct {
-		Name        string          `json:"name"`
-		Description string          `json:"description"`
-		Parameters  json.RawMessage `json:"parameters"`
-	} `json:"function"`
+	Type     string                 `json:"type"`
+	Function openaiwire.FunctionDef `json:"function"`
 }
 
 type chatRespFormat struct {
@@ -58,59 +42,6 @@ type chatRespFormat struct {
 		Description string          `json:"description"`
 		Schema      json.RawMessage `json:"schema"`
 	} `json:"json_schema"`
-}
-
-// chatCompletion is OpenAI's chat.completion answer.
-type chatCompletion struct {
-	ID      string       `json:"id"`
-	Object  string       `json:"object"`
-	Created int64        `json:"created"`
-	Model   string       `json:"model"`
-	Choices []chatChoice `json:"choices"`
-	Usage   *openaiUsage `json:"usage,omitempty"`
-}
-
-type chatChoice struct {
-	Index        int             `json:"index"`
-	Message      assistantOut    `json:"message"`
-	FinishReason string          `json:"finish_reason"`
-	Logprobs     json.RawMessage `json:"logprobs"`
-}
-
-type assistantOut struct {
-	Role          string         `json:"role"`
-	Content       *string        `json:"content"`
-	ToolCalls     []toolCallOut  `json:"tool_calls,omitempty"`
-	ContentBlocks []contentBlock `json:"content_blocks,omitempty"`
-}
-
-type toolCallOut struct {
-	ID       string `json:"id"`
-	Type     string `json:"type"`
-	Function struct {
-		Name      string `json:"name"`
-		Arguments string `json:"arguments"`
-	} `json:"function"`
-}
-
-// contentBlock is an item of message.content_blocks, the gateway's extra when answers are not strict.
-type contentBlock struct {
-	Type      string `json:"type"`
-	Text      string `json:"text,omitempty"`
-	Thinking  string `json:"thinking,omitempty"`
-	Signature string `json:"signature,omitempty"`
-	Data      string `json:"data,omitempty"`
-}
-
-type openaiUsage struct {
-	PromptTokens        int64          `json:"prompt_tokens"`
-	CompletionTokens    int64          `json:"completion_tokens"`
-	TotalTokens         int64          `json:"total_tokens"`
-	PromptTokensDetails *promptDetails `json:"prompt_tokens_details,omitempty"`
-}
-
-type promptDetails struct {
-	CachedTokens int64 `json:"cached_tokens"`
 }
 
 // Bedrock Converse request (POST /model/{modelId}/converse and /converse-stream).
@@ -279,24 +210,6 @@ type embeddingsRequest struct {
 	Dimensions     *int            `json:"dimensions"`
 	EncodingFormat string          `json:"encoding_format"`
 	InputType      string          `json:"input_type"` // Cohere's, accepted as an extension
-}
-
-type embeddingsList struct {
-	Object string          `json:"object"`
-	Data   []embeddingItem `json:"data"`
-	Model  string          `json:"model"`
-	Usage  embeddingsUsage `json:"usage"`
-}
-
-type embeddingItem struct {
-	Object    string `json:"object"`
-	Index     int    `json:"index"`
-	Embedding any    `json:"embedding"` // []float64, or a base64 string with encoding_format "base64"
-}
-
-type embeddingsUsage struct {
-	PromptTokens int64 `json:"prompt_tokens"`
-	TotalTokens  int64 `json:"total_tokens"`
 }
 
 type titanRequest struct {

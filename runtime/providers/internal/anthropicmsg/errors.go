@@ -8,6 +8,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/llmgw/gateway/runtime/gwerr"
+	"github.com/llmgw/gateway/runtime/providers/internal/openaiwire"
 )
 
 // maxPlainError bounds the part of a non-JSON error body used as the message.
@@ -29,10 +30,10 @@ func Error(status int, body []byte) []byte {
 			Status  string `json:"status"`
 		} `json:"error"`
 	}
-	out := errorBody{}
+	var e openaiwire.ErrorDetail
 	trimmed := bytes.TrimSpace(body)
 	if json.Valid(trimmed) && len(trimmed) > 0 {
-		out.Error.ProviderError = json.RawMessage(trimmed)
+		e.ProviderError = json.RawMessage(trimmed)
 		target := trimmed
 		if trimmed[0] == '[' { // Google APIs sometimes answer a one-item array
 			var list []json.RawMessage
@@ -43,37 +44,23 @@ func Error(status int, body []byte) []byte {
 		_ = json.Unmarshal(target, &parsed)
 	} else {
 		if len(trimmed) > 0 {
-			out.Error.ProviderError = string(trimmed)
+			e.ProviderError, _ = json.Marshal(string(trimmed))
 		}
 	}
-	e := &out.Error
 	e.Message = parsed.Error.Message
-	e.Code = parsed.Error.Type
-	if e.Code == "" {
-		e.Code = parsed.Error.Status
+	code := parsed.Error.Type
+	if code == "" {
+		code = parsed.Error.Status
 	}
 	if e.Message == "" {
 		e.Message = plainMessage(status, trimmed)
 	}
 	e.Type = openAIErrorType(parsed.Error.Type, status)
-	if e.Code == "" {
-		e.Code = e.Type
+	if code == "" {
+		code = e.Type
 	}
-	b, err := json.Marshal(&out)
-	if err != nil { // unreachable: every field is a string or valid JSON
-		return []byte(`{"error":{"message":"anthropic error","type":"server_error","code":"upstream_error","param":null}}`)
-	}
-	return b
-}
-
-type errorBody struct {
-	Error struct {
-		Message       string  `json:"message"`
-		Type          string  `json:"type"`
-		Code          string  `json:"code"`
-		Param         *string `json:"param"`
-		ProviderError any     `json:"provider_error"`
-	} `json:"error"`
+	e.Code = &code
+	return openaiwire.MarshalError(e)
 }
 
 // openAIErrorType names an Anthropic error type the way OpenAI does.

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/llmgw/gateway/runtime/gwerr"
+	"github.com/llmgw/gateway/runtime/providers/internal/openaiwire"
 )
 
 // DefaultMaxTokens is the max_tokens sent when the request sets neither max_tokens nor max_completion_tokens:
@@ -206,7 +207,7 @@ func stopSequences(raw json.RawMessage) ([]string, error) {
 // addMessage translates messages[i] and appends it to out, merging it into the previous message of its role.
 func addMessage(out *messagesRequest, i int, raw json.RawMessage) error {
 	param := "messages[" + strconv.Itoa(i) + "]"
-	var m openAIMessage
+	var m openaiwire.ChatMessage
 	if err := json.Unmarshal(raw, &m); err != nil {
 		return decodeError(param, err)
 	}
@@ -433,7 +434,7 @@ func image(param string, raw json.RawMessage) (imageBlock, error) {
 }
 
 // toolUse turns an assistant's tool call into a tool_use block; its arguments must be a JSON object.
-func toolUse(param string, call *openAIToolCall) (toolUseBlock, error) {
+func toolUse(param string, call *openaiwire.ToolCall) (toolUseBlock, error) {
 	if call.Type != "" && call.Type != "function" {
 		return toolUseBlock{}, gwerr.BadRequest(param+".type", "%s.type must be function", param)
 	}

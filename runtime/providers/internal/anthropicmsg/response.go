@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/llmgw/gateway/runtime/providers/internal/openaiwire"
 )
 
 // now is the clock of "created"; tests replace it.
@@ -56,7 +58,7 @@ func Response(anthropicBody []byte, strict bool) ([]byte, error) {
 				msg.ContentBlocks = append(msg.ContentBlocks, blockOut{Type: "redacted_thinking", Data: &b.Data})
 			}
 		case "tool_use":
-			var call toolCallOut
+			var call openaiwire.ToolCall
 			call.ID, call.Type, call.Function.Name = b.ID, "function", b.Name
 			call.Function.Arguments = compactArgs(b.Input)
 			msg.ToolCalls = append(msg.ToolCalls, call)
@@ -91,22 +93,22 @@ func compactArgs(input json.RawMessage) string {
 func FinishReason(stopReason string) string {
 	switch stopReason {
 	case "max_tokens", "model_context_window_exceeded":
-		return "length"
+		return openaiwire.FinishLength
 	case "tool_use":
-		return "tool_calls"
+		return openaiwire.FinishToolCalls
 	case "refusal":
-		return "content_filter"
+		return openaiwire.FinishContentFilter
 	}
-	return "stop"
+	return openaiwire.FinishStop
 }
 
-func openAIUsageOf(u *usage) *openAIUsage {
+func openAIUsageOf(u *usage) *openaiwire.Usage {
 	in, out := val(u.InputTokens), val(u.OutputTokens)
 	read, write := val(u.CacheReadInputTokens), val(u.CacheCreationInputTokens)
-	o := &openAIUsage{PromptTokens: in + read + write, CompletionTokens: out}
+	o := &openaiwire.Usage{PromptTokens: in + read + write, CompletionTokens: out}
 	o.TotalTokens = o.PromptTokens + o.CompletionTokens
 	if u.CacheReadInputTokens != nil {
-		o.PromptTokensDetails = &promptTokensDetails{CachedTokens: read}
+		o.PromptTokensDetails = &openaiwire.PromptTokensDetails{CachedTokens: read}
 	}
 	return o
 }

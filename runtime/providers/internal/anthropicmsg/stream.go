@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"sync"
 	"unicode/utf8"
+
+	"github.com/llmgw/gateway/runtime/providers/internal/openaiwire"
 )
 
 // MaxEventSize bounds one server-sent event of an Anthropic stream; a longer one breaks the stream.
@@ -260,7 +262,7 @@ func (s *stream) dispatch() error {
 	case "message_stop":
 		s.start("", "")
 		if !s.finished {
-			s.finish("stop")
+			s.finish(openaiwire.FinishStop)
 		}
 		s.out = append(s.out, doneEvent...)
 		return errDone

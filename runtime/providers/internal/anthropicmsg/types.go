@@ -1,6 +1,10 @@
 package anthropicmsg
 
-import "encoding/json"
+import (
+	"encoding/json"
+
+	"github.com/llmgw/gateway/runtime/providers/internal/openaiwire"
+)
 
 // ---- OpenAI chat completion request (what callers send) ----
 
@@ -24,22 +28,6 @@ type openAIRequest struct {
 	Thinking            json.RawMessage   `json:"thinking"` // Anthropic's extended thinking, passed through
 }
 
-type openAIMessage struct {
-	Role       string           `json:"role"`
-	Content    json.RawMessage  `json:"content"`
-	ToolCalls  []openAIToolCall `json:"tool_calls"`
-	ToolCallID string           `json:"tool_call_id"`
-}
-
-type openAIToolCall struct {
-	ID       string `json:"id"`
-	Type     string `json:"type"`
-	Function struct {
-		Name      string `json:"name"`
-		Arguments string `json:"arguments"`
-	} `json:"function"`
-}
-
 // openAIPart is one item of an array content. Anthropic-only keys (cache_control) are passed through; thinking
 // blocks an assistant message carries back (thinking, signature, data) are kept whole.
 type openAIPart struct {
@@ -50,13 +38,9 @@ type openAIPart struct {
 }
 
 type openAITool struct {
-	Type     string `json:"type"`
-	Function *struct {
-		Name        string          `json:"name"`
-		Description string          `json:"description"`
-		Parameters  json.RawMessage `json:"parameters"`
-	} `json:"function"`
-	CacheControl json.RawMessage `json:"cache_control"`
+	Type         string                  `json:"type"`
+	Function     *openaiwire.FunctionDef `json:"function"`
+	CacheControl json.RawMessage         `json:"cache_control"`
 }
 
 // ---- Anthropic Messages request (what the provider receives) ----
@@ -172,12 +156,12 @@ type apiError struct {
 // ---- OpenAI chat completion answer (what callers get) ----
 
 type completion struct {
-	ID      string       `json:"id"`
-	Object  string       `json:"object"`
-	Created int64        `json:"created"`
-	Model   string       `json:"model"`
-	Choices []choice     `json:"choices"`
-	Usage   *openAIUsage `json:"usage,omitempty"`
+	ID      string            `json:"id"`
+	Object  string            `json:"object"`
+	Created int64             `json:"created"`
+	Model   string            `json:"model"`
+	Choices []choice          `json:"choices"`
+	Usage   *openaiwire.Usage `json:"usage,omitempty"`
 }
 
 type choice struct {
@@ -188,19 +172,10 @@ type choice struct {
 }
 
 type assistantOutput struct {
-	Role          string        `json:"role"`
-	Content       *string       `json:"content"`
-	ToolCalls     []toolCallOut `json:"tool_calls,omitempty"`
-	ContentBlocks []blockOut    `json:"content_blocks,omitempty"`
-}
-
-type toolCallOut struct {
-	ID       string `json:"id"`
-	Type     string `json:"type"`
-	Function struct {
-		Name      string `json:"name"`
-		Arguments string `json:"arguments"`
-	} `json:"function"`
+	Role          string                `json:"role"`
+	Content       *string               `json:"content"`
+	ToolCalls     []openaiwire.ToolCall `json:"tool_calls,omitempty"`
+	ContentBlocks []blockOut            `json:"content_blocks,omitempty"`
 }
 
 // blockOut is a content_blocks item: text, thinking (with its signature) or redacted_thinking.
@@ -210,15 +185,4 @@ type blockOut struct {
 	Thinking  *string `json:"thinking,omitempty"`
 	Signature *string `json:"signature,omitempty"`
 	Data      *string `json:"data,omitempty"`
-}
-
-type openAIUsage struct {
-	PromptTokens        int64                `json:"prompt_tokens"`
-	CompletionTokens    int64                `json:"completion_tokens"`
-	TotalTokens         int64                `json:"total_tokens"`
-	PromptTokensDetails *promptTokensDetails `json:"prompt_tokens_details,omitempty"`
-}
-
-type promptTokensDetails struct {
-	CachedTokens int64 `json:"cached_tokens"`
 }

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/llmgw/gateway/runtime/gwerr"
+	"github.com/llmgw/gateway/runtime/providers/internal/openaiwire"
 )
 
 // now and randomID are variables so that tests can pin them.
@@ -612,7 +613,7 @@ func tools(list []json.RawMessage) ([]tool, error) {
 	decls := make([]functionDeclaration, 0, len(list))
 	for j, raw := range list {
 		param := func(f string) string { return "tools[" + strconv.Itoa(j) + "]." + f }
-		var t openAITool
+		var t openaiwire.Tool
 		if err := json.Unmarshal(raw, &t); err != nil {
 			return nil, decodeError("tools["+strconv.Itoa(j)+"]", err)
 		}
@@ -723,9 +724,9 @@ func ChatResponse(body, openAIBody []byte, strict bool) ([]byte, error) {
 	}
 	if len(r.Candidates) == 0 {
 		// The prompt itself was blocked (promptFeedback.blockReason): one empty, filtered choice.
-		reason := "stop"
+		reason := openaiwire.FinishStop
 		if r.PromptFeedback != nil && r.PromptFeedback.BlockReason != "" {
-			reason = "content_filter"
+			reason = openaiwire.FinishContentFilter
 		}
 		out.Choices = append(out.Choices, openAIChoice{Message: openAIOutMessage{Role: "assistant"}, FinishReason: reason})
 	}
@@ -793,7 +794,7 @@ func choiceOf(c *candidate, i int, strict bool) openAIChoice {
 }
 
 // addBlock appends a content block, merging text into the last block of the same type.
-func addBlock(blocks []openAIBlock, typ, text, signature string) []openAIBlock {
+func addBlock(blocks []openaiwire.ContentBlock, typ, text, signature string) []openaiwire.ContentBlock {
 	if n := len(blocks); n > 0 && blocks[n-1].Type == typ && blocks[n-1].Signature == "" {
 		b := &blocks[n-1]
 		if typ == "thinking" {
@@ -804,7 +805,7 @@ func addBlock(blocks []openAIBlock, typ, text, signature string) []openAIBlock {
 		b.Signature = signature
 		return blocks
 	}
-	b := openAIBlock{Type: typ, Signature: signature}
+	b := openaiwire.ContentBlock{Type: typ, Signature: signature}
 	if typ == "thinking" {
 		b.Thinking = text
 	} else {
@@ -830,14 +831,14 @@ func argsString(args json.RawMessage) string {
 func finishReason(reason string, calls bool) string {
 	switch reason {
 	case "MAX_TOKENS":
-		return "length"
+		return openaiwire.FinishLength
 	case "SAFETY", "RECITATION", "BLOCKLIST", "PROHIBITED_CONTENT", "SPII", "IMAGE_SAFETY", "IMAGE_PROHIBITED_CONTENT", "IMAGE_RECITATION":
-		return "content_filter"
+		return openaiwire.FinishContentFilter
 	}
 	if calls {
-		return "tool_calls"
+		return openaiwire.FinishToolCalls
 	}
-	return "stop"
+	return openaiwire.FinishStop
 }
 
 func usageOf(u *usageMetadata) *openAIUsage {
@@ -853,7 +854,7 @@ func usageOf(u *usageMetadata) *openAIUsage {
 		out.TotalTokens = out.PromptTokens + out.CompletionTokens
 	}
 	if u.CachedContentTokenCount > 0 {
-		out.PromptTokensDetails = &openAIPromptDetails{CachedTokens: u.CachedContentTokenCount}
+		out.PromptTokensDetails = &openaiwire.PromptTokensDetails{CachedTokens: u.CachedContentTokenCount}
 	}
 	if u.ThoughtsTokenCount > 0 {
 		out.CompletionTokensDetails = &openAIOutputDetails{ReasoningTokens: u.ThoughtsTokenCount}

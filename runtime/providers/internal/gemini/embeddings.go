@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/llmgw/gateway/runtime/gwerr"
+	"github.com/llmgw/gateway/runtime/providers/internal/openaiwire"
 )
 
 // EmbedRequest translates an OpenAI embeddings request body for the Gemini API: a single string input gives an
@@ -154,13 +155,13 @@ func PredictResponse(body, openAIBody []byte) ([]byte, error) {
 }
 
 func embeddingsList(o embedOptions, vectors [][]float64, tokens int64) ([]byte, error) {
-	out := openAIEmbeddings{Object: "list", Data: make([]openAIEmbedding, len(vectors)), Model: o.Model,
-		Usage: openAIEmbedUsage{PromptTokens: tokens, TotalTokens: tokens}}
+	out := openaiwire.EmbeddingList{Object: "list", Data: make([]openaiwire.Embedding, len(vectors)), Model: o.Model,
+		Usage: openaiwire.EmbeddingUsage{PromptTokens: tokens, TotalTokens: tokens}}
 	for i, v := range vectors {
 		if v == nil {
 			v = []float64{}
 		}
-		out.Data[i] = openAIEmbedding{Object: "embedding", Index: i, Embedding: v}
+		out.Data[i] = openaiwire.Embedding{Object: "embedding", Index: i, Embedding: v}
 		if o.EncodingFormat == "base64" {
 			out.Data[i].Embedding = base64Floats(v)
 		}

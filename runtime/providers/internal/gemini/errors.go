@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/llmgw/gateway/runtime/gwerr"
+	"github.com/llmgw/gateway/runtime/providers/internal/openaiwire"
 )
 
 // streamError is an error event of a stream (or an error where an answer was expected).
@@ -25,18 +26,6 @@ func (e *streamError) Error() string {
 	return "gemini: " + msg
 }
 
-type openAIError struct {
-	Error openAIErrorBody `json:"error"`
-}
-
-type openAIErrorBody struct {
-	Message       string          `json:"message"`
-	Type          string          `json:"type"`
-	Code          *string         `json:"code"`
-	Param         *string         `json:"param"`
-	ProviderError json.RawMessage `json:"provider_error"`
-}
-
 // Error translates a Google error answer into OpenAI's error shape. Google's body is
 // {"error": {"code": 400, "message": "...", "status": "INVALID_ARGUMENT", "details": [...]}}, or an array of
 // such objects (streamGenerateContent), or, from OAuth endpoints, {"error": "invalid_grant",
@@ -44,7 +33,7 @@ type openAIErrorBody struct {
 // code is Google's status in lower case ("invalid_argument"); provider_error holds the raw body (as JSON when it
 // is JSON, else as a string).
 func Error(status int, body []byte) []byte {
-	out := openAIError{Error: openAIErrorBody{Type: (&gwerr.Error{Status: status}).Type()}}
+	out := openaiwire.ErrorBody{Error: openaiwire.ErrorDetail{Type: (&gwerr.Error{Status: status}).Type()}}
 	trimmed := bytes.TrimSpace(body)
 	if json.Valid(trimmed) && len(trimmed) > 0 {
 		out.Error.ProviderError = trimmed
@@ -68,8 +57,7 @@ func Error(status int, body []byte) []byte {
 			out.Error.Message = "provider error"
 		}
 	}
-	b, _ := json.Marshal(&out)
-	return b
+	return openaiwire.MarshalError(out.Error)
 }
 
 // findError reads Google's error object from an error body.

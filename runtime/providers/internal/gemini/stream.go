@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"io"
 	"strings"
+
+	"github.com/llmgw/gateway/runtime/providers/internal/openaiwire"
 )
 
 // maxEventSize bounds one server-sent event of the upstream stream (inline images make big ones).
@@ -202,7 +204,7 @@ func (s *streamReader) handle(r *generateContentResponse) {
 			st.started = true
 			ch.Delta.Role = "assistant"
 		}
-		reason := "content_filter"
+		reason := openaiwire.FinishContentFilter
 		ch.FinishReason = &reason
 		s.finished = true
 		s.chunk.Choices = append(s.chunk.Choices, ch)

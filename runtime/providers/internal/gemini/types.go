@@ -1,6 +1,10 @@
 package gemini
 
-import "encoding/json"
+import (
+	"encoding/json"
+
+	"github.com/llmgw/gateway/runtime/providers/internal/openaiwire"
+)
 
 // Gemini's wire types (generativelanguage v1beta and aiplatform v1 share them). Only the fields the gateway
 // reads or writes are declared; unknown fields of answers are ignored.
@@ -258,15 +262,6 @@ type openAIPart struct {
 	} `json:"file"`
 }
 
-type openAITool struct {
-	Type     string `json:"type"`
-	Function *struct {
-		Name        string          `json:"name"`
-		Description string          `json:"description"`
-		Parameters  json.RawMessage `json:"parameters"`
-	} `json:"function"`
-}
-
 type openAICompletion struct {
 	ID                string         `json:"id"`
 	Object            string         `json:"object"`
@@ -285,10 +280,10 @@ type openAIChoice struct {
 }
 
 type openAIOutMessage struct {
-	Role          string          `json:"role"`
-	Content       *string         `json:"content"`
-	ToolCalls     []openAIOutCall `json:"tool_calls,omitempty"`
-	ContentBlocks []openAIBlock   `json:"content_blocks,omitempty"`
+	Role          string                    `json:"role"`
+	Content       *string                   `json:"content"`
+	ToolCalls     []openAIOutCall           `json:"tool_calls,omitempty"`
+	ContentBlocks []openaiwire.ContentBlock `json:"content_blocks,omitempty"`
 }
 
 type openAIOutCall struct {
@@ -302,15 +297,6 @@ type openAIFunction struct {
 	Name             string `json:"name,omitempty"`
 	Arguments        string `json:"arguments"`
 	ThoughtSignature string `json:"thought_signature,omitempty"` // not strict only
-}
-
-// openAIBlock is a content block of a message (not strict only): {"type": "text", "text"} or
-// {"type": "thinking", "thinking", "signature"}.
-type openAIBlock struct {
-	Type      string `json:"type"`
-	Text      string `json:"text,omitempty"`
-	Thinking  string `json:"thinking,omitempty"`
-	Signature string `json:"signature,omitempty"`
 }
 
 type openAILogprobs struct {
@@ -331,15 +317,11 @@ type openAITopProb struct {
 }
 
 type openAIUsage struct {
-	PromptTokens            int64                `json:"prompt_tokens"`
-	CompletionTokens        int64                `json:"completion_tokens"`
-	TotalTokens             int64                `json:"total_tokens"`
-	PromptTokensDetails     *openAIPromptDetails `json:"prompt_tokens_details,omitempty"`
-	CompletionTokensDetails *openAIOutputDetails `json:"completion_tokens_details,omitempty"`
-}
-
-type openAIPromptDetails struct {
-	CachedTokens int64 `json:"cached_tokens"`
+	PromptTokens            int64                           `json:"prompt_tokens"`
+	CompletionTokens        int64                           `json:"completion_tokens"`
+	TotalTokens             int64                           `json:"total_tokens"`
+	PromptTokensDetails     *openaiwire.PromptTokensDetails `json:"prompt_tokens_details,omitempty"`
+	CompletionTokensDetails *openAIOutputDetails            `json:"completion_tokens_details,omitempty"`
 }
 
 type openAIOutputDetails struct {
@@ -386,22 +368,4 @@ type openAIEmbeddingsRequest struct {
 	Dimensions     *int            `json:"dimensions"`
 	EncodingFormat string          `json:"encoding_format"`
 	TaskType       string          `json:"task_type"` // Google's task type, an extension
-}
-
-type openAIEmbeddings struct {
-	Object string            `json:"object"`
-	Data   []openAIEmbedding `json:"data"`
-	Model  string            `json:"model"`
-	Usage  openAIEmbedUsage  `json:"usage"`
-}
-
-type openAIEmbedding struct {
-	Object    string `json:"object"`
-	Index     int    `json:"index"`
-	Embedding any    `json:"embedding"` // []float64, or a base64 string for encoding_format "base64"
-}
-
-type openAIEmbedUsage struct {
-	PromptTokens int64 `json:"prompt_tokens"`
-	TotalTokens  int64 `json:"total_tokens"`
 }
