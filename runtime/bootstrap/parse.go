@@ -2,6 +2,7 @@ package bootstrap
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -16,6 +17,8 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/llmgw/gateway/guardrails"
+	"github.com/llmgw/gateway/hostapi"
 	"github.com/llmgw/gateway/runtime/config"
 	"github.com/llmgw/gateway/runtime/gwerr"
 	"github.com/llmgw/gateway/runtime/providers"
@@ -509,6 +512,7 @@ func parsePolicy(o *object) Policy {
 var checkIDPattern = regexp.MustCompile(`^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)?$`)
 
 func parseGuardrail(o *object) Guardrail {
+	problemsBefore := len(o.p.list)
 	g := Guardrail{Path: o.path, ID: o.id("id"), Workspace: o.workspaceRef()}
 	o.str("name", false)
 	o.boolean("deny")
@@ -562,6 +566,24 @@ func parseGuardrail(o *object) Guardrail {
 		}
 	}
 	g.Object, _ = json.Marshal(obj)
+	if checks > 0 && len(o.p.list) == problemsBefore {
+		// Compile it as it will run, so that an unknown built-in check id or a bad parameter stops the start.
+		// Plugin checks ("<plugin>.<check>") are accepted here: plugins load after the bootstrap file.
+		anyPlugin := func(_, _, _ string, _ json.RawMessage) (guardrails.Check, error) { return acceptAll{}, nil }
+		if _, err := guardrails.Compile("", "", nil, nil, []json.RawMessage{g.Object}, nil, nil, anyPlugin); err != nil {
+			path, msg := o.path, err.Error()
+			var ge *gwerr.Error
+			if errors.As(err, &ge) {
+				rel := strings.TrimPrefix(strings.TrimPrefix(ge.Param, "input_guardrails[0]"), ".")
+				if rel != "" {
+					path += "." + rel
+				}
+				msg = strings.TrimPrefix(ge.Message, "invalid config: ")
+				msg = strings.TrimPrefix(msg, ge.Param+": ")
+			}
+			o.p.add(path, "%s", msg)
+		}
+	}
 	return g
 }
 
@@ -653,4 +675,11 @@ func checkDuplicates(p *problems, f *File) {
 	for _, x := range f.Plugins {
 		dup(x.Path+".id", "plugin id in workspace "+x.Workspace, x.ID)
 	}
+}
+
+// acceptAll stands for a plugin check while a bootstrap file is validated.
+type acceptAll struct{}
+
+func (acceptAll) Check(context.Context, *hostapi.Input, hostapi.RequestView) (hostapi.Output, error) {
+	return hostapi.NewOutput(), nil
 }

@@ -576,3 +576,30 @@ func TestParseValidatesSavedConfigs(t *testing.T) {
 		t.Fatalf("an empty config (DESIGN.md's example) is refused: %v", err)
 	}
 }
+
+func TestParseCompilesSavedGuardrails(t *testing.T) {
+	tests := []struct {
+		name, guardrail, path string
+		ok                  bool
+	}{
+		{"built-in", `{"id": "g", "default.wordCount": {"maxWords": 3}}`, "", true},
+		{"plugin check", `{"id": "g", "pii.detect": {"action": "redact"}}`, "", true},
+		{"unknown built-in", `{"id": "g", "default.wordCountt": {}}`, "guardrails[0].default.wordCountt", false},
+		{"bad parameter", `{"id": "g", "default.regexMatch": {"rule": "("}}`, "guardrails[0].default.regexMatch", false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Parse([]byte(`{"guardrails": [`+tc.guardrail+`]}`), "")
+			if tc.ok {
+				if err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			var ve *ValidationError
+			if !errors.As(err, &ve) || len(ve.Problems) != 1 || !strings.HasPrefix(ve.Problems[0].Path, tc.path) {
+				t.Fatalf("err = %v, want one problem at %s", err, tc.path)
+			}
+		})
+	}
+}
