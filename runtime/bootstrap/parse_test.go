@@ -580,7 +580,7 @@ func TestParseValidatesSavedConfigs(t *testing.T) {
 func TestParseCompilesSavedGuardrails(t *testing.T) {
 	tests := []struct {
 		name, guardrail, path string
-		ok                  bool
+		ok                    bool
 	}{
 		{"built-in", `{"id": "g", "default.wordCount": {"maxWords": 3}}`, "", true},
 		{"plugin check", `{"id": "g", "pii.detect": {"action": "redact"}}`, "", true},
