@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"sync"
 	"syscall"
 	"time"
 
@@ -109,15 +110,19 @@ func run(ctx context.Context, stopSignals func(), args []string, getenv func(str
 
 	// Stored plugins compile in the background (a cold Go guest takes seconds): the gateway serves meanwhile,
 	// and a check that names a plugin still loading gets a check error.
+	// They stop, and are waited for, before the store closes.
 	background, stopBackground := context.WithCancel(ctx)
+	var backgroundWork sync.WaitGroup
+	defer backgroundWork.Wait()
 	defer stopBackground()
-	go func() {
+	backgroundWork.Go(func() {
 		if err := wasm.LoadStored(background, store); err != nil && background.Err() == nil {
 			log.Warn("stored plugins did not all load", "err", err)
 		}
-	}()
+	})
 	if cfg.plugins != "" {
-		go newPluginWatcher(cfg.plugins, store, wasm, log).run(background, 2*time.Second)
+		watcher := newPluginWatcher(cfg.plugins, store, wasm, log)
+		backgroundWork.Go(func() { watcher.run(background, 2*time.Second) })
 	}
 
 	select {
@@ -133,6 +138,8 @@ func run(ctx context.Context, stopSignals func(), args []string, getenv func(str
 	if err := <-served; err != nil {
 		log.Warn("server stopped with an error", "err", err)
 	}
+	stopBackground()
+	backgroundWork.Wait()
 	if err := store.Close(); err != nil {
 		return fmt.Errorf("close store: %w", err)
 	}
