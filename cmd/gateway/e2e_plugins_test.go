@@ -17,7 +17,7 @@ import (
 )
 
 // buildExample builds one of examples/ as a wasm plugin, as a plugin author would.
-func buildExample(t *testing.T, name string) []byte {
+func buildExample(t testing.TB, name string) []byte {
 	t.Helper()
 	out := filepath.Join(t.TempDir(), name+".wasm")
 	cmd := exec.Command("go", "build", "-buildmode=c-shared", "-o", out, ".")
