@@ -43,7 +43,9 @@ func BenchmarkChatWithWasmCheck(b *testing.B) {
 		b.Fatal(err)
 	}
 	engine := runtime.New(st, runtime.Options{Logger: quiet,
-		PluginChecks: func(w, p, c string, params json.RawMessage) (guardrails.Check, error) { return wasm.CheckFor(w, p, c, params) }})
+		PluginChecks: func(w, p, c string, params json.RawMessage) (guardrails.Check, error) {
+			return wasm.CheckFor(w, p, c, params)
+		}})
 	srv := routes.New(st, engine, routes.Options{Logger: quiet, Plugins: wasm})
 	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		io.Copy(io.Discard, r.Body)
