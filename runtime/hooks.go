@@ -60,6 +60,18 @@ type hookResults struct {
 	After  []guardrails.HookResult `json:"after_request_hooks"`
 }
 
+// MarshalJSON writes an empty side as [] rather than null: clients index both lists.
+func (r hookResults) MarshalJSON() ([]byte, error) {
+	type plain hookResults
+	if r.Before == nil {
+		r.Before = []guardrails.HookResult{}
+	}
+	if r.After == nil {
+		r.After = []guardrails.HookResult{}
+	}
+	return json.Marshal(plain(r))
+}
+
 // requestView answers field lookups of checks and plugins from the request, parsed once per request.
 type requestView struct {
 	st *state
@@ -283,12 +295,6 @@ func withHookResults(body []byte, results hookResults, transformed *string) []by
 
 // hooksDenied is the 446 answer of a request a hook or guardrail denied.
 func hooksDenied(results hookResults) []byte {
-	if results.Before == nil {
-		results.Before = []guardrails.HookResult{}
-	}
-	if results.After == nil {
-		results.After = []guardrails.HookResult{}
-	}
 	body, _ := json.Marshal(map[string]any{
 		"error": map[string]any{"message": "the request was denied by a guardrail or hook", "type": "hooks_failed",
 			"code": gwerr.CodeHooksFailed, "param": nil},

@@ -82,12 +82,6 @@ func (e *Engine) streamWithOutputHooks(ctx context.Context, st *state, set *guar
 		after := set.Run(ctx, guardrails.StageAfter, checkInput(st, guardrails.StageAfter, text), requestView{st})
 		results.After = after.Results
 		e.runAsync(ctx, st.req.TraceID, after.Async)
-		if results.Before == nil {
-			results.Before = []guardrails.HookResult{}
-		}
-		if results.After == nil {
-			results.After = []guardrails.HookResult{}
-		}
 		if after.Deny {
 			return append(append([]byte("data: "), hooksDenied(results)...), "\n\n"...), true
 		}

@@ -36,13 +36,6 @@ func (e *Engine) execLeaf(ctx context.Context, st *state, n *config.Node) *outco
 	if gerr != nil {
 		return &outcome{err: gerr, path: n.Path}
 	}
-	var br *breaker
-	if cfg := n.CircuitBreaker; cfg != nil {
-		br = e.breakers.get(breakerKey)
-		if !br.allow(e.now(), cfg) {
-			return &outcome{open: true, path: n.Path, prov: t.Provider}
-		}
-	}
 	body, err := patchBody(st.req, n)
 	if err != nil {
 		return &outcome{err: gwerr.Internal(err), path: n.Path}
@@ -65,6 +58,15 @@ func (e *Engine) execLeaf(ctx context.Context, st *state, n *config.Node) *outco
 			if body, err = replaceRequestText(body, *before.Transformed); err != nil {
 				return &outcome{err: gwerr.Internal(err), path: n.Path}
 			}
+		}
+	}
+	// The breaker is asked last, right before the call: an allowed request must always be recorded, or a
+	// half-open breaker would wait forever for the outcome of its probe.
+	var br *breaker
+	if cfg := n.CircuitBreaker; cfg != nil {
+		br = e.breakers.get(breakerKey)
+		if !br.allow(e.now(), cfg) {
+			return &outcome{open: true, path: n.Path, prov: t.Provider}
 		}
 	}
 	// After-request hooks judge every attempt, so that a 446 from an output guardrail can be retried when
@@ -109,12 +111,6 @@ func (e *Engine) afterHooks(ctx context.Context, st *state, set *guardrails.Set,
 	}
 	results.After = after.Results
 	e.runAsync(ctx, st.req.TraceID, after.Async)
-	if results.Before == nil {
-		results.Before = []guardrails.HookResult{}
-	}
-	if results.After == nil {
-		results.After = []guardrails.HookResult{}
-	}
 	if after.Deny {
 		out.status, out.header, out.body = gwerr.StatusHooksFailed, jsonContentType, hooksDenied(results)
 		return
