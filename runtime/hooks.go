@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/llmgw/gateway/guardrails"
@@ -23,8 +24,13 @@ const StatusHooksFailedSoft = 246
 // hookSets caches compiled hook and guardrail sets by plan, node and workspace: a config's checks are compiled
 // once, like the config itself.
 type hookSets struct {
-	m sync.Map // string → *guardrails.Set (or error)
+	m sync.Map     // string → hookSetEntry
+	n atomic.Int64 // entries stored since the last clear
 }
+
+// maxHookSets bounds the cache: configs sent inline can vary without end, so past this many entries the cache
+// starts over (sets in use are compiled again on their next request).
+const maxHookSets = 4096
 
 type hookSetEntry struct {
 	set *guardrails.Set
@@ -35,6 +41,7 @@ type hookSetEntry struct {
 // read again. Admin endpoints call it after they write a guardrail.
 func (e *Engine) ForgetCompiledHooks() {
 	e.hookSets.m.Clear()
+	e.hookSets.n.Store(0)
 }
 
 // hooks returns the compiled set of a node for the request's workspace, or nil when the node has none.
@@ -50,6 +57,9 @@ func (e *Engine) hooks(st *state, n *config.Node) (*guardrails.Set, error) {
 	prefix := strings.TrimPrefix(strings.TrimPrefix(n.Path, "config"), ".")
 	set, err := guardrails.Compile(st.req.Key.WorkspaceID, prefix, n.BeforeHooks, n.AfterHooks, n.InputGuardrails,
 		n.OutputGuardrails, e.savedGuardrails, e.pluginChecks)
+	if e.hookSets.n.Add(1) > maxHookSets {
+		e.ForgetCompiledHooks()
+	}
 	e.hookSets.m.Store(key, hookSetEntry{set: set, err: err})
 	return set, err
 }
