@@ -13,6 +13,8 @@
 //   - Provider secrets (SecretFields) are sealed with AES-256-GCM under a key derived from the master key and
 //     bound to the record's key. The master key comes from GATEWAY_MASTER_KEY or from master.key (mode 0600) in
 //     the data folder; a store opened with another key is refused at Open (ErrWrongMasterKey).
+//   - Reads on the inference path do not wait for the disk: providers (opened) and records of the DocStores
+//     (encoded) are kept in memory after their first read; writes through the store drop the copy.
 //   - Records carry created_at and updated_at, set by the store. Writing a record with unchanged content is a
 //     no-op, which makes the bootstrap file idempotent.
 //

@@ -1,6 +1,12 @@
 package storage
 
-import "github.com/cockroachdb/pebble/v2"
+import (
+	"encoding/json"
+	"fmt"
+	"sync"
+
+	"github.com/cockroachdb/pebble/v2"
+)
 
 // DocStore holds one kind of workspace-scoped record (configs, prompts, guardrails, policies) under
 // <table>/<workspace-id>/<id>. The record's own ID and WorkspaceID fields are the caller's to fill; the store
@@ -11,14 +17,63 @@ type DocStore[T any, P interface {
 }] struct {
 	s     *Store
 	table string
+	cache readCache[[]byte] // encoded records: saved configs and guardrails are read on the inference path
 }
 
-// Get returns the record, or ErrNotFound.
+// Get returns the record, or ErrNotFound. The encoded record is kept in memory after the first read, so the
+// inference path does not wait for the disk; each Get decodes its own copy for the caller.
 func (d *DocStore[T, P]) Get(workspaceID, id string) (*T, error) {
 	if !ValidID(workspaceID) || !ValidID(id) {
 		return nil, ErrNotFound
 	}
-	return getJSON[T](d.s, key(d.table, workspaceID, id))
+	k := key(d.table, workspaceID, id)
+	raw, err := d.cache.get(string(k), func() ([]byte, error) { return d.s.get(k) })
+	if err != nil {
+		return nil, err
+	}
+	v := new(T)
+	if err := json.Unmarshal(raw, v); err != nil {
+		return nil, fmt.Errorf("storage: decode %s: %w", k, err)
+	}
+	return v, nil
+}
+
+// readCache keeps records read from pebble by key. Writes through the owning store call forget, which also
+// bumps a generation so that a read racing the write does not put the old record back.
+type readCache[V any] struct {
+	mu  sync.RWMutex
+	m   map[string]V
+	gen uint64
+}
+
+func (c *readCache[V]) get(k string, load func() (V, error)) (V, error) {
+	c.mu.RLock()
+	v, ok := c.m[k]
+	gen := c.gen
+	c.mu.RUnlock()
+	if ok {
+		return v, nil
+	}
+	v, err := load()
+	if err != nil {
+		return v, err
+	}
+	c.mu.Lock()
+	if c.gen == gen {
+		if c.m == nil {
+			c.m = map[string]V{}
+		}
+		c.m[k] = v
+	}
+	c.mu.Unlock()
+	return v, nil
+}
+
+func (c *readCache[V]) forget(k string) {
+	c.mu.Lock()
+	delete(c.m, k)
+	c.gen++
+	c.mu.Unlock()
 }
 
 // List returns the workspace's records ordered by ID.
@@ -41,12 +96,15 @@ func (d *DocStore[T, P]) Put(workspaceID, id string, v P) (changed bool, err err
 	d.s.writeMu.Lock()
 	defer d.s.writeMu.Unlock()
 	b := d.s.db.NewBatch()
-	changed, err = upsert(d.s, b, key(d.table, workspaceID, id), v)
+	k := key(d.table, workspaceID, id)
+	changed, err = upsert(d.s, b, k, v)
 	if err != nil {
 		b.Close()
 		return false, err
 	}
-	return changed, d.s.commit(b)
+	err = d.s.commit(b)
+	d.cache.forget(string(k))
+	return changed, err
 }
 
 // Delete removes the record, or answers ErrNotFound.
@@ -60,5 +118,7 @@ func (d *DocStore[T, P]) Delete(workspaceID, id string) error {
 	if _, err := d.s.get(k); err != nil {
 		return err
 	}
-	return d.s.db.Delete(k, pebble.Sync)
+	err := d.s.db.Delete(k, pebble.Sync)
+	d.cache.forget(string(k))
+	return err
 }

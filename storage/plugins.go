@@ -51,7 +51,9 @@ func (p *PluginStore) Put(workspaceID, id string, wasm []byte) (*Plugin, bool, e
 		b.Close()
 		return nil, false, fmt.Errorf("storage: put plugin %s: %w", id, err)
 	}
-	return meta, changed, s.commit(b)
+	err = s.commit(b)
+	p.docs.cache.forget(string(key(tablePlugin, workspaceID, id)))
+	return meta, changed, err
 }
 
 // Delete removes the plugin and its bytes.
@@ -71,5 +73,7 @@ func (p *PluginStore) Delete(workspaceID, id string) error {
 		b.Close()
 		return err
 	}
-	return s.commit(b)
+	err = s.commit(b)
+	p.docs.cache.forget(string(key(tablePlugin, workspaceID, id)))
+	return err
 }

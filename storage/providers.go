@@ -4,12 +4,16 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"reflect"
 )
 
 // ProviderStore holds stored providers (virtual keys). Their SecretFields are sealed with AES-GCM under a key
 // derived from the master key, bound to the record's key; everything else is stored in clear.
-type ProviderStore struct{ s *Store }
+type ProviderStore struct {
+	s     *Store
+	cache readCache[*Provider] // opened providers: virtual keys are resolved on the inference path
+}
 
 // providerRecord is a Provider as written to disk.
 type providerRecord struct {
@@ -22,17 +26,26 @@ type providerRecord struct {
 	Stamps
 }
 
-// Get returns the provider with its secrets opened.
+// Get returns the provider with its secrets opened. The opened provider is kept in memory after the first read
+// (virtual keys are resolved on the inference path, which must not wait for the disk or decrypt every time).
 func (p *ProviderStore) Get(workspaceID, slug string) (*Provider, error) {
 	if !ValidID(workspaceID) || !ValidID(slug) {
 		return nil, ErrNotFound
 	}
 	k := key(tableProvider, workspaceID, slug)
-	rec, err := getJSON[providerRecord](p.s, k)
+	cached, err := p.cache.get(string(k), func() (*Provider, error) {
+		rec, err := getJSON[providerRecord](p.s, k)
+		if err != nil {
+			return nil, err
+		}
+		return p.open(k, rec)
+	})
 	if err != nil {
 		return nil, err
 	}
-	return p.open(k, rec)
+	cp := *cached // the caller's copy; field values are never modified in place
+	cp.Fields = maps.Clone(cached.Fields)
+	return &cp, nil
 }
 
 // List returns the workspace's providers, ordered by slug, with their secrets opened.
@@ -148,7 +161,9 @@ func (p *ProviderStore) Put(pr *Provider) (changed bool, err error) {
 		b.Close()
 		return false, err
 	}
-	return true, p.s.commit(b)
+	err = p.s.commit(b)
+	p.cache.forget(string(k))
+	return true, err
 }
 
 // normalise turns raw field values into strings of compact JSON so that equal content compares equal.
@@ -176,5 +191,7 @@ func (p *ProviderStore) Delete(workspaceID, slug string) error {
 		b.Close()
 		return err
 	}
-	return p.s.commit(b)
+	err := p.s.commit(b)
+	p.cache.forget(string(k))
+	return err
 }
