@@ -82,5 +82,10 @@ func writeError(c *fiber.Ctx, ge *gwerr.Error) error {
 	if ge.Param != "" {
 		body.Error.Param = &ge.Param
 	}
+	for name, values := range ge.Header {
+		for _, v := range values {
+			c.Response().Header.Add(name, v)
+		}
+	}
 	return c.Status(ge.Status).JSON(body)
 }

@@ -96,6 +96,12 @@ func (s *Server) routes() {
 	v1.Get("/guardrails/:id", s.getGuardrail)
 	v1.Delete("/guardrails/:id", s.deleteGuardrail)
 
+	v1.Get("/policies/rate-limits", s.listPolicies)
+	v1.Post("/policies/rate-limits", s.createPolicy)
+	v1.Get("/policies/rate-limits/:id", s.getPolicy)
+	v1.Put("/policies/rate-limits/:id", s.updatePolicy)
+	v1.Delete("/policies/rate-limits/:id", s.deletePolicy)
+
 	v1.Get("/plugins", s.listPlugins)
 	v1.Put("/plugins/:id", s.putPlugin)
 	v1.Get("/plugins/:id", s.getPlugin)

@@ -465,11 +465,58 @@ func (o *object) oneOf(name string, allowed []string, def string) string {
 	return s
 }
 
-func parsePolicy(o *object) Policy {
-	pol := Policy{Path: o.path, ID: o.uuid("id", true), Workspace: o.workspaceRef(),
-		Type: o.oneOf("type", policyTypes, ""), Unit: o.oneOf("unit", policyUnits, ""),
-		Status:     o.oneOf("status", policyStatuses, "active"),
-		Conditions: []storage.PolicyMatch{}, GroupBy: []storage.PolicyGroup{}}
+// parsePolicy reads an entry of "rate_limit_policies": a policy object with a required id and a "workspace".
+func parsePolicy(o *object) Policy { return readPolicy(o, true) }
+
+// ParsePolicyObject validates one rate-limit policy object given alone, such as the body of an HTTP request,
+// with the rules of a bootstrap file's "rate_limit_policies" entries, so that both ways of making a policy
+// accept the same policies. Two differences: "id" is optional (the caller makes one when it is absent), and
+// there is no "workspace" field (it is an unknown field here): the caller decides the workspace. Path and
+// Workspace of the result are empty. A *PolicyError lists every problem, each at the field's JSON path within
+// the object ("value", "conditions[0].key"; "" for the object itself).
+func ParsePolicyObject(raw []byte) (Policy, error) {
+	p := &problems{}
+	var pol Policy
+	// The root path is empty, so that paths come out as ".value" and ".conditions[0].key": trimmed below.
+	if o := newObject(p, "", raw); o != nil {
+		pol = readPolicy(o, false)
+	}
+	if len(p.list) > 0 {
+		for i := range p.list {
+			p.list[i].Path = strings.TrimPrefix(p.list[i].Path, ".")
+		}
+		return Policy{}, &PolicyError{Problems: p.list}
+	}
+	return pol, nil
+}
+
+// PolicyError lists the problems ParsePolicyObject found, in the order the fields are checked (unknown fields
+// last); its text joins them as "path: message; ...".
+type PolicyError struct {
+	Problems []Problem
+}
+
+func (e *PolicyError) Error() string {
+	parts := make([]string, len(e.Problems))
+	for i, pr := range e.Problems {
+		parts[i] = pr.Message
+		if pr.Path != "" {
+			parts[i] = pr.Path + ": " + pr.Message
+		}
+	}
+	return strings.Join(parts, "; ")
+}
+
+// readPolicy reads a policy object. In a bootstrap file (inFile) the id is required and "workspace" names the
+// policy's workspace; alone (ParsePolicyObject) the id is optional and "workspace" is not a field.
+func readPolicy(o *object, inFile bool) Policy {
+	pol := Policy{Path: o.path, ID: o.uuid("id", inFile)}
+	if inFile {
+		pol.Workspace = o.workspaceRef()
+	}
+	pol.Type, pol.Unit = o.oneOf("type", policyTypes, ""), o.oneOf("unit", policyUnits, "")
+	pol.Status = o.oneOf("status", policyStatuses, "active")
+	pol.Conditions, pol.GroupBy = []storage.PolicyMatch{}, []storage.PolicyGroup{}
 	if v, ok := o.number("value", true); ok {
 		if v <= 0 {
 			o.p.add(o.at("value"), "must be greater than 0")

@@ -14,6 +14,7 @@ const (
 	CodeInvalidAPIKey        = "invalid_api_key"
 	CodeForbidden            = "forbidden"
 	CodeNotFound             = "not_found"
+	CodeConflict             = "conflict"
 	CodeMethodNotAllowed     = "method_not_allowed"
 	CodeRequestTimeout       = "request_timeout"
 	CodeRequestTooLarge      = "request_too_large"
@@ -41,6 +42,8 @@ type Error struct {
 	Param string
 	// Err is the underlying cause, kept for logs; it is never shown to callers.
 	Err error
+	// Header holds response headers the answer must carry, such as retry-after and x-ratelimit-* on a 429.
+	Header http.Header
 }
 
 // Error implements error.
