@@ -15,7 +15,21 @@ type Workspace struct {
 	Slug           string `json:"slug"` // unique; a ValidID
 	OrganisationID string `json:"organisation_id"`
 	Name           string `json:"name,omitempty"`
+	// SemanticCache configures the semantic cache of the workspace's requests; nil means the defaults.
+	SemanticCache *SemanticCacheSettings `json:"semantic_cache,omitempty"`
 	Stamps
+}
+
+// SemanticCacheSettings choose how a workspace's semantic cache embeds requests and when two requests are
+// close enough to share an answer.
+type SemanticCacheSettings struct {
+	// EmbeddingProvider is a stored provider ("@slug") that computes the embeddings. Empty: the provider of the
+	// request's own target.
+	EmbeddingProvider string `json:"embedding_provider,omitempty"`
+	// EmbeddingModel is the embeddings model. Empty: the provider's usual embeddings model.
+	EmbeddingModel string `json:"embedding_model,omitempty"`
+	// Threshold is the least cosine similarity of a semantic hit, in (0, 1]. Zero: 0.95.
+	Threshold float64 `json:"threshold,omitempty"`
 }
 
 // APIKey is a gateway API key as stored: never the secret, only what it grants. Values returned by the store

@@ -185,7 +185,7 @@ type workspacePlan struct {
 func planWorkspaces(st *storage.Store, f *File, p *problems) (*workspacePlan, error) {
 	plan := &workspacePlan{bySlugOrID: map[string]*storage.Workspace{}}
 	for _, x := range f.Workspaces {
-		w := &storage.Workspace{ID: x.ID, Slug: x.Slug, OrganisationID: x.OrganisationID, Name: x.Name}
+		w := &storage.Workspace{ID: x.ID, Slug: x.Slug, OrganisationID: x.OrganisationID, Name: x.Name, SemanticCache: x.SemanticCache}
 		existing, err := st.Workspaces.Resolve(x.Slug)
 		switch {
 		case err == nil:

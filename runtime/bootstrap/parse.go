@@ -43,6 +43,7 @@ type Workspace struct {
 	Path                     string
 	ID, Slug, OrganisationID string
 	Name                     string
+	SemanticCache            *storage.SemanticCacheSettings // "semantic_cache"; nil when absent
 }
 
 // APIKey is an entry of "api_keys": a gateway API key chosen by the operator.
@@ -235,6 +236,24 @@ func (o *object) workspaceRef() string {
 func parseWorkspace(o *object) Workspace {
 	w := Workspace{Path: o.path, ID: o.uuid("id", false), Slug: o.id("slug"), OrganisationID: o.uuid("organisation_id", false),
 		Name: o.str("name", false)}
+	if raw := o.rawObject("semantic_cache", false); raw != nil {
+		sc := newObject(o.p, o.at("semantic_cache"), raw)
+		if sc != nil {
+			s := &storage.SemanticCacheSettings{EmbeddingProvider: sc.str("embedding_provider", false),
+				EmbeddingModel: sc.str("embedding_model", false)}
+			if p := s.EmbeddingProvider; p != "" && !storage.ValidID(strings.TrimPrefix(p, "@")) {
+				sc.p.add(sc.at("embedding_provider"), "must name a stored provider as \"@slug\", not %q", p)
+			}
+			if v, ok := sc.number("threshold", false); ok {
+				if v <= 0 || v > 1 {
+					sc.p.add(sc.at("threshold"), "must be greater than 0 and at most 1 (a cosine similarity)")
+				}
+				s.Threshold = v
+			}
+			sc.finish()
+			w.SemanticCache = s
+		}
+	}
 	o.finish()
 	return w
 }
