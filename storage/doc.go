@@ -1,6 +1,6 @@
 // Package storage owns the gateway's persistent state: one embedded pebble database in the data folder, with
 // typed stores over it for workspaces, gateway API keys, providers (virtual keys), saved configs, prompts,
-// guardrails, rate-limit policies and wasm plugins. It is the only package that imports pebble, and it imports
+// guardrails, rate-limit policies, wasm plugins, rate-limit counters and the response cache. It is the only package that imports pebble, and it imports
 // nothing else of the gateway's.
 //
 // The key layout is documented in keys.go. Values are JSON. What storage guarantees:
@@ -15,6 +15,8 @@
 //     the data folder; a store opened with another key is refused at Open (ErrWrongMasterKey).
 //   - Reads on the inference path do not wait for the disk: providers (opened) and records of the DocStores
 //     (encoded) are kept in memory after their first read; writes through the store drop the copy.
+//   - Rate-limit counters are saved in synced batches by the limiter's flusher (a crash loses at most one
+//     flush interval). The response cache is written with pebble.NoSync: it can be rebuilt from the providers.
 //   - Records carry created_at and updated_at, set by the store. Writing a record with unchanged content is a
 //     no-op, which makes the bootstrap file idempotent.
 //

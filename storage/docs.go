@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"sync"
+	"sync/atomic"
 
 	"github.com/cockroachdb/pebble/v2"
 )
@@ -18,7 +19,14 @@ type DocStore[T any, P interface {
 	s     *Store
 	table string
 	cache readCache[[]byte] // encoded records: saved configs and guardrails are read on the inference path
+	gen   atomic.Uint64     // bumped after every Put and Delete; see Generation
 }
+
+// Generation is a number that changes after every Put and Delete of this store, in any workspace. Readers that
+// keep something derived from the records (the rate limiter's compiled policies) remember the generation they
+// read at and read again when it differs: one atomic load per request tells them nothing changed. Read the
+// generation before reading the records, so that a write racing the read leaves the copy marked stale.
+func (d *DocStore[T, P]) Generation() uint64 { return d.gen.Load() }
 
 // Get returns the record, or ErrNotFound. The encoded record is kept in memory after the first read, so the
 // inference path does not wait for the disk; each Get decodes its own copy for the caller.
@@ -104,6 +112,7 @@ func (d *DocStore[T, P]) Put(workspaceID, id string, v P) (changed bool, err err
 	}
 	err = d.s.commit(b)
 	d.cache.forget(string(k))
+	d.gen.Add(1)
 	return changed, err
 }
 
@@ -120,5 +129,6 @@ func (d *DocStore[T, P]) Delete(workspaceID, id string) error {
 	}
 	err := d.s.db.Delete(k, pebble.Sync)
 	d.cache.forget(string(k))
+	d.gen.Add(1)
 	return err
 }

@@ -22,8 +22,13 @@ import (
 //	policy/<workspace-id>/<id>         RateLimitPolicy
 //	plugin/<workspace-id>/<id>         Plugin (metadata)
 //	pluginwasm/<workspace-id>/<id>     the plugin's wasm bytes
+//	counter/<workspace-id>/<policy-id>/<hex>           CounterRecord of a rate-limit policy; <hex> is the first 16
+//	                                                   bytes of sha256(group), the group kept in the record
+//	cache/<workspace-id>/<key-hex>                     CachedAnswer: the 32-byte exact-match key of runtime/cache
+//	semcache/<workspace-id>/<partition-hex>/<key-hex>  CachedVector: a semantic-cache embedding, by its 16-byte
+//	                                                   partition and the exact key of the answer it points at
 //
-// Values are JSON. Tables whose names share a beginning ("apikey", "apikeyid") cannot collide: the table name is
+// Values are JSON, except the cache's (binary, versioned, zstd-compressed: see CacheStore). Tables whose names share a beginning ("apikey", "apikeyid") cannot collide: the table name is
 // always followed by '/'.
 const (
 	tableMeta       = "meta"

@@ -61,6 +61,8 @@ type Store struct {
 	Guardrails *DocStore[Guardrail, *Guardrail]
 	Policies   *DocStore[RateLimitPolicy, *RateLimitPolicy]
 	Plugins    *PluginStore
+	Cache      *CacheStore // the response cache (runtime/cache)
+	Counters   *Counters   // the rate limiter's sliding-window counters
 }
 
 // Open opens (creating if needed) the store in dir. A store written with another master key is refused with
@@ -108,6 +110,8 @@ func Open(dir string, opts Options) (*Store, error) {
 	s.Guardrails = &DocStore[Guardrail, *Guardrail]{s: s, table: tableGuardrail}
 	s.Policies = &DocStore[RateLimitPolicy, *RateLimitPolicy]{s: s, table: tablePolicy}
 	s.Plugins = &PluginStore{docs: DocStore[Plugin, *Plugin]{s: s, table: tablePlugin}}
+	s.Cache = &CacheStore{s: s}
+	s.Counters = &Counters{s: s}
 	return s, nil
 }
 

@@ -1,0 +1,305 @@
+package ratelimit
+
+import (
+	"fmt"
+	"log/slog"
+	"math"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/llmgw/gateway/storage"
+)
+
+// Attrs are what a request shows the policies. The caller fills them from the authenticated key and the
+// request's headers; the limiter reads Body only when a policy of the workspace needs the model.
+type Attrs struct {
+	WorkspaceID string
+	APIKey      string            // the gateway API key's ID
+	Provider    string            // x-gateway-provider as sent ("openai", "@slug")
+	VirtualKey  string            // x-gateway-virtual-key
+	Config      string            // x-gateway-config when it is a saved config's ID; "" for an inline config
+	Metadata    map[string]string // x-gateway-metadata
+	Body        []byte            // the request body; its top-level "model" is the model
+}
+
+// Options configure New.
+type Options struct {
+	// Now is the clock. Default: time.Now.
+	Now func() time.Time
+	// FlushInterval is how often changed counters are saved, and so how much a crash can lose. Default 1 s.
+	FlushInterval time.Duration
+	// Logger receives storage errors and policies that cannot be enforced. Default: slog.Default().
+	Logger *slog.Logger
+}
+
+// Limiter enforces the rate-limit policies of every workspace. It is safe for concurrent use.
+type Limiter struct {
+	store *storage.Store
+	now   func() time.Time
+	log   *slog.Logger
+	every time.Duration
+
+	workspaces sync.Map // workspace ID → *workspace
+
+	mu         sync.Mutex // guards retired and sweepStale, handed from reloads to the flusher
+	retired    []retired
+	sweepStale []string // workspaces seen for the first time: remove saved counters of policies deleted meanwhile
+
+	flushMu   sync.Mutex // one flush at a time
+	stop      chan struct{}
+	done      chan struct{}
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// New returns a limiter over the store's policies and counters and starts its flusher; Close stops it.
+func New(store *storage.Store, opts Options) *Limiter {
+	l := &Limiter{store: store, now: opts.Now, log: opts.Logger, every: opts.FlushInterval,
+		stop: make(chan struct{}), done: make(chan struct{})}
+	if l.now == nil {
+		l.now = time.Now
+	}
+	if l.log == nil {
+		l.log = slog.Default()
+	}
+	if l.every <= 0 {
+		l.every = time.Second
+	}
+	go l.run()
+	return l
+}
+
+// inlineTokens is how many matched tokens policies an Admission holds without allocating.
+const inlineTokens = 4
+
+// Admission is what Admit lets through: the counters of the matched tokens policies, for AddTokens, and the
+// figures of the rate-limit headers. It is a value, so that admitting a request allocates nothing.
+type Admission struct {
+	tokens [inlineTokens]*counter
+	more   []*counter // beyond inlineTokens
+	n      int
+
+	ok        bool
+	limit     float64
+	remaining float64
+	reset     time.Duration
+}
+
+// Headers returns the figures of x-ratelimit-limit, x-ratelimit-remaining and x-ratelimit-reset: those of the
+// most constrained matched policy (the lowest remaining share of its limit), remaining counted after this
+// request, reset in whole seconds rounded up until the counted usage has left the window. ok is false when no
+// policy matched the request.
+func (a *Admission) Headers() (limit, remaining float64, resetSeconds int64, ok bool) {
+	if !a.ok {
+		return 0, 0, 0, false
+	}
+	return a.limit, a.remaining, ceilSeconds(a.reset), true
+}
+
+// CountsTokens reports whether a tokens policy waits for the request's usage, so that a caller can skip reading
+// usage (and wrapping a stream) when none does. It turns false once AddTokens has counted.
+func (a *Admission) CountsTokens() bool { return a.n > 0 }
+
+func (a *Admission) addCounter(c *counter) {
+	if a.n < inlineTokens {
+		a.tokens[a.n] = c
+	} else {
+		a.more = append(a.more, c)
+	}
+	a.n++
+}
+
+// Exceeded is a refusal: the policy whose limit the request would pass. With several, the one that frees up
+// last, so that retrying after RetryAfter is not refused by another.
+type Exceeded struct {
+	PolicyID  string
+	Type      string // requests | tokens
+	Unit      string // rpm | rph | rpd
+	Limit     float64
+	Remaining float64 // 0
+	// Reset is how long until everything counted has left the window.
+	Reset time.Duration
+	// RetryAfter is how long until enough old usage has left the window for the request to fit; the whole
+	// window when it never can (a limit below one request).
+	RetryAfter time.Duration
+}
+
+func (e *Exceeded) Error() string {
+	per := map[string]string{"rpm": "minute", "rph": "hour", "rpd": "day"}[e.Unit]
+	return fmt.Sprintf("rate limit exceeded: policy %s allows %s %s per %s; retry after %d s",
+		e.PolicyID, strconv.FormatFloat(e.Limit, 'f', -1, 64), e.Type, per, e.RetryAfterSeconds())
+}
+
+// RetryAfterSeconds is RetryAfter for the retry-after header: whole seconds, rounded up, at least 1.
+func (e *Exceeded) RetryAfterSeconds() int64 { return max(1, ceilSeconds(e.RetryAfter)) }
+
+func ceilSeconds(d time.Duration) int64 {
+	if d <= 0 {
+		return 0
+	}
+	return int64((d + time.Second - 1) / time.Second)
+}
+
+// inlineHits is how many matched policies Admit handles without allocating.
+const inlineHits = 8
+
+type hit struct {
+	p   *policy
+	key string
+	c   *counter
+}
+
+// Admit decides whether the request may go on. Every matched policy is checked first and only then are the
+// requests policies counted, all under the counters' locks (taken in policy-ID order): a refused request counts
+// nowhere, and two racing requests cannot both take the last unit. A nil Limiter admits everything.
+func (l *Limiter) Admit(a *Attrs) (Admission, *Exceeded) {
+	var adm Admission
+	if l == nil || a == nil || a.WorkspaceID == "" {
+		return adm, nil
+	}
+	snap := l.snapshot(a.WorkspaceID)
+	if len(snap.policies) == 0 {
+		return adm, nil
+	}
+	var buf [inlineHits]hit
+	hits := buf[:0]
+	var model lazyModel
+	for _, p := range snap.policies {
+		if p.matches(a, &model) {
+			hits = append(hits, hit{p: p, key: p.groupKey(a, &model)})
+		}
+	}
+	if len(hits) == 0 {
+		return adm, nil
+	}
+	nanos := l.now().UnixNano()
+	for {
+		for i := range hits {
+			hits[i].c = hits[i].p.set.get(l, hits[i].key, nanos)
+		}
+		if lockAll(hits) {
+			break
+		}
+	}
+
+	var refused *hit
+	var refusedAfter time.Duration
+	for i := range hits {
+		h := &hits[i]
+		h.c.advance(nanos / h.c.set.bucket)
+		if !h.p.fits(h.c.total) {
+			after := h.c.untilFits(nanos, h.p.fits)
+			if refused == nil || after > refusedAfter {
+				refused, refusedAfter = h, after
+			}
+		}
+	}
+	if refused != nil {
+		ex := &Exceeded{PolicyID: refused.p.id, Type: refused.p.typ, Unit: refused.p.unit, Limit: refused.p.value,
+			Reset: refused.c.untilEmpty(nanos), RetryAfter: refusedAfter}
+		unlockAll(hits)
+		return Admission{}, ex
+	}
+
+	var tight *hit
+	tightShare := math.Inf(1)
+	for i := range hits {
+		h := &hits[i]
+		if h.p.tokens {
+			adm.addCounter(h.c)
+		} else {
+			h.c.add(1)
+		}
+		share := 0.0
+		if h.p.value > 0 {
+			share = (h.p.value - h.c.total) / h.p.value
+		}
+		if share < tightShare {
+			tight, tightShare = h, share
+		}
+	}
+	adm.ok = true
+	adm.limit = tight.p.value
+	adm.remaining = max(0, tight.p.value-tight.c.total)
+	adm.reset = tight.c.untilEmpty(nanos)
+	unlockAll(hits)
+	return adm, nil
+}
+
+// fits reports whether a request may pass a counter at total: a requests policy must have room for this one, a
+// tokens policy must not have reached its limit yet (a request cannot know its cost in advance).
+func (p *policy) fits(total float64) bool {
+	if p.tokens {
+		return total < p.value
+	}
+	return total+1 <= p.value
+}
+
+// lockAll locks the hits' counters in order. When one was evicted meanwhile it unlocks them all and reports
+// false: the caller looks the counters up again.
+func lockAll(hits []hit) bool {
+	for i := range hits {
+		hits[i].c.mu.Lock()
+		if hits[i].c.evicted {
+			unlockAll(hits[:i+1])
+			return false
+		}
+	}
+	return true
+}
+
+func unlockAll(hits []hit) {
+	for i := range hits {
+		hits[i].c.mu.Unlock()
+	}
+}
+
+// AddTokens counts the usage (total_tokens) of an admitted request against its tokens policies, now. Later
+// calls with the same Admission add nothing, so a caller may call it from more than one path. A nil Limiter or
+// Admission does nothing.
+func (l *Limiter) AddTokens(adm *Admission, tokens int) {
+	if l == nil || adm == nil || adm.n == 0 {
+		return
+	}
+	n := adm.n
+	adm.n = 0
+	if tokens <= 0 {
+		return
+	}
+	nanos := l.now().UnixNano()
+	for i := range n {
+		var c *counter
+		if i < inlineTokens {
+			c = adm.tokens[i]
+		} else {
+			c = adm.more[i-inlineTokens]
+		}
+		l.addTokens(c, float64(tokens), nanos)
+	}
+}
+
+func (l *Limiter) addTokens(c *counter, v float64, nanos int64) {
+	for {
+		c.mu.Lock()
+		if !c.evicted {
+			c.advance(nanos / c.set.bucket)
+			c.add(v)
+			c.mu.Unlock()
+			return
+		}
+		c.mu.Unlock()
+		c = c.set.get(l, c.key, nanos) // evicted while the request ran: count into its successor
+	}
+}
+
+// Close stops the flusher and saves every changed counter, synced. The limiter still admits afterwards, but
+// saves nothing more. Close does not close the store.
+func (l *Limiter) Close() error {
+	l.closeOnce.Do(func() {
+		close(l.stop)
+		<-l.done
+		l.closeErr = l.flush()
+	})
+	return l.closeErr
+}

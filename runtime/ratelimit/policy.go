@@ -1,0 +1,325 @@
+package ratelimit
+
+import (
+	"fmt"
+	"net/url"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/llmgw/gateway/storage"
+)
+
+// attrKind is a request attribute that conditions and group_by can name.
+type attrKind uint8
+
+const (
+	attrAPIKey attrKind = iota + 1
+	attrWorkspace
+	attrProvider
+	attrVirtualKey
+	attrModel
+	attrConfig
+	attrMetadata
+)
+
+// attr is a compiled condition or group_by key.
+type attr struct {
+	kind attrKind
+	name string // the metadata name, for attrMetadata
+	key  string // as written in the policy
+}
+
+const metadataPrefix = "metadata."
+
+// parseAttr compiles a condition or group_by key.
+func parseAttr(key string) (attr, error) {
+	a := attr{key: key}
+	switch key {
+	case "api_key":
+		a.kind = attrAPIKey
+	case "workspace_id":
+		a.kind = attrWorkspace
+	case "provider":
+		a.kind = attrProvider
+	case "virtual_key":
+		a.kind = attrVirtualKey
+	case "model":
+		a.kind = attrModel
+	case "config":
+		a.kind = attrConfig
+	default:
+		name, ok := strings.CutPrefix(key, metadataPrefix)
+		if !ok || name == "" {
+			return a, fmt.Errorf("unknown key %q (want api_key, workspace_id, provider, virtual_key, model, config or metadata.<name>)", key)
+		}
+		a.kind, a.name = attrMetadata, name
+	}
+	return a, nil
+}
+
+// CheckKey tells whether key can stand as a condition or group_by key of a policy. The limiter does not enforce
+// a policy with another key (it logs why), so writers of policies should check first.
+func CheckKey(key string) error {
+	_, err := parseAttr(key)
+	return err
+}
+
+// value returns the request's value of the attribute; an attribute the request lacks is "".
+func (at *attr) value(a *Attrs, m *lazyModel) string {
+	switch at.kind {
+	case attrAPIKey:
+		return a.APIKey
+	case attrWorkspace:
+		return a.WorkspaceID
+	case attrProvider:
+		return a.Provider
+	case attrVirtualKey:
+		return a.VirtualKey
+	case attrModel:
+		return m.get(a.Body)
+	case attrConfig:
+		return a.Config
+	case attrMetadata:
+		return a.Metadata[at.name]
+	}
+	return ""
+}
+
+// lazyModel reads the body's model once, and only for a policy that needs it.
+type lazyModel struct {
+	done bool
+	v    string
+}
+
+func (m *lazyModel) get(body []byte) string {
+	if !m.done {
+		m.v, m.done = bodyModel(body), true
+	}
+	return m.v
+}
+
+type cond struct {
+	attr
+	want string
+}
+
+// policy is an active policy compiled for matching.
+type policy struct {
+	id     string
+	tokens bool // type tokens: counts usage reported by AddTokens; else one per admitted request
+	typ    string
+	unit   string
+	value  float64
+	conds  []cond
+	groups []attr
+	set    *counterSet
+}
+
+// units are the windows of the policy units.
+var units = map[string]time.Duration{"rpm": time.Minute, "rph": time.Hour, "rpd": 24 * time.Hour}
+
+// compilePolicy compiles an active policy; an error names the field that keeps it from being enforced.
+func compilePolicy(rp *storage.RateLimitPolicy) (*policy, error) {
+	p := &policy{id: rp.ID, typ: rp.Type, unit: rp.Unit, value: rp.Value}
+	switch rp.Type {
+	case "requests":
+	case "tokens":
+		p.tokens = true
+	default:
+		return nil, fmt.Errorf("type %q is neither requests nor tokens", rp.Type)
+	}
+	if _, ok := units[rp.Unit]; !ok {
+		return nil, fmt.Errorf("unit %q is not rpm, rph or rpd", rp.Unit)
+	}
+	for i, c := range rp.Conditions {
+		at, err := parseAttr(c.Key)
+		if err != nil {
+			return nil, fmt.Errorf("conditions[%d].key: %w", i, err)
+		}
+		p.conds = append(p.conds, cond{attr: at, want: c.Value})
+	}
+	for i, g := range rp.GroupBy {
+		at, err := parseAttr(g.Key)
+		if err != nil {
+			return nil, fmt.Errorf("group_by[%d].key: %w", i, err)
+		}
+		p.groups = append(p.groups, at)
+	}
+	return p, nil
+}
+
+// groupSig spells the policy's group_by keys, which a counter set must share to be carried over an update.
+func (p *policy) groupSig() string {
+	keys := make([]string, len(p.groups))
+	for i, g := range p.groups {
+		keys[i] = g.key
+	}
+	return strings.Join(keys, "\x00")
+}
+
+func (p *policy) newSet(ws string) *counterSet {
+	return &counterSet{ws: ws, policyID: p.id, typ: p.typ, unit: p.unit,
+		bucket: int64(units[p.unit] / nBuckets), groups: p.groups, groupSig: p.groupSig()}
+}
+
+// keeps reports whether set, made for an earlier version of the policy, counts what p counts.
+func (p *policy) keeps(set *counterSet) bool {
+	return set.typ == p.typ && set.unit == p.unit && set.groupSig == p.groupSig()
+}
+
+// matches reports whether every condition holds (no condition: every request).
+func (p *policy) matches(a *Attrs, m *lazyModel) bool {
+	for i := range p.conds {
+		c := &p.conds[i]
+		if c.value(a, m) != c.want {
+			return false
+		}
+	}
+	return true
+}
+
+// groupKey is the request's counter key within the policy: "" without group_by, the attribute's value itself
+// with one key (no string is built), and the escaped key=value pairs joined by '&' with several.
+func (p *policy) groupKey(a *Attrs, m *lazyModel) string {
+	switch len(p.groups) {
+	case 0:
+		return ""
+	case 1:
+		return p.groups[0].value(a, m)
+	}
+	var b []byte
+	for i := range p.groups {
+		if i > 0 {
+			b = append(b, '&')
+		}
+		b = appendPair(b, p.groups[i].key, p.groups[i].value(a, m))
+	}
+	return string(b)
+}
+
+func appendPair(b []byte, k, v string) []byte {
+	b = append(b, url.QueryEscape(k)...)
+	b = append(b, '=')
+	return append(b, url.QueryEscape(v)...)
+}
+
+// workspace holds the compiled active policies of one workspace.
+type workspace struct {
+	id   string
+	mu   sync.Mutex // one reload at a time
+	snap atomic.Pointer[snapshot]
+}
+
+// snapshot is what a workspace's policies were at one generation of the policy store.
+type snapshot struct {
+	gen      uint64
+	policies []*policy       // active and enforceable, ordered by ID: the order counters are locked in
+	stored   map[string]bool // the ID of every policy of the workspace in the store, active or not
+}
+
+// snapshot returns the workspace's current policies: one map read and one atomic load while nothing changed.
+func (l *Limiter) snapshot(wsID string) *snapshot {
+	v, ok := l.workspaces.Load(wsID)
+	if !ok {
+		v, _ = l.workspaces.LoadOrStore(wsID, &workspace{id: wsID})
+	}
+	w := v.(*workspace)
+	if s := w.snap.Load(); s != nil && s.gen == l.store.Policies.Generation() {
+		return s
+	}
+	return l.reload(w)
+}
+
+// reload reads the workspace's policies again. The generation is read before the list, so that a write racing
+// the read leaves the snapshot stale rather than current.
+func (l *Limiter) reload(w *workspace) *snapshot {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	gen := l.store.Policies.Generation()
+	old := w.snap.Load()
+	if old != nil && old.gen == gen {
+		return old
+	}
+	list, err := l.store.Policies.List(w.id)
+	if err != nil {
+		// Keep enforcing what was known; the next request tries again.
+		l.log.Error("ratelimit: list policies", "workspace", w.id, "err", err)
+		if old != nil {
+			return old
+		}
+		return &snapshot{}
+	}
+	s := l.compile(w.id, gen, list, old)
+	w.snap.Store(s)
+	return s
+}
+
+// compile builds the workspace's snapshot. Counter sets of policies that are still active and count the same
+// way are carried over; the others are retired: saved one last time when the policy was archived, removed from
+// the store when it was deleted, discarded when it now counts differently.
+func (l *Limiter) compile(ws string, gen uint64, list []*storage.RateLimitPolicy, old *snapshot) *snapshot {
+	s := &snapshot{gen: gen, stored: make(map[string]bool, len(list))}
+	prev := map[string]*policy{}
+	if old != nil {
+		for _, p := range old.policies {
+			prev[p.id] = p
+		}
+	}
+	for _, rp := range list {
+		s.stored[rp.ID] = true
+		if rp.Status != "active" {
+			continue
+		}
+		p, err := compilePolicy(rp)
+		if err != nil {
+			l.log.Warn("ratelimit: policy not enforced", "workspace", ws, "policy", rp.ID, "err", err)
+			continue
+		}
+		if o := prev[p.id]; o != nil && p.keeps(o.set) {
+			p.set = o.set
+			delete(prev, p.id)
+		} else {
+			p.set = p.newSet(ws)
+		}
+		s.policies = append(s.policies, p)
+	}
+	slices.SortFunc(s.policies, func(a, b *policy) int { return strings.Compare(a.id, b.id) })
+
+	var gone []retired
+	for id, o := range prev {
+		switch {
+		case !s.stored[id]:
+			gone = append(gone, retired{ws: ws, policyID: id, set: o.set, mode: retireDelete})
+		case s.hasActive(id):
+			gone = append(gone, retired{ws: ws, policyID: id, set: o.set, mode: retireDiscard})
+		default:
+			gone = append(gone, retired{ws: ws, policyID: id, set: o.set, mode: retireFlush})
+		}
+	}
+	if old != nil {
+		for id := range old.stored {
+			if !s.stored[id] && !old.hasActive(id) {
+				gone = append(gone, retired{ws: ws, policyID: id, mode: retireDelete}) // deleted while archived
+			}
+		}
+	}
+	l.mu.Lock()
+	l.retired = append(l.retired, gone...)
+	if old == nil {
+		l.sweepStale = append(l.sweepStale, ws)
+	}
+	l.mu.Unlock()
+	return s
+}
+
+func (s *snapshot) hasActive(id string) bool {
+	for _, p := range s.policies {
+		if p.id == id {
+			return true
+		}
+	}
+	return false
+}
