@@ -8,6 +8,10 @@ import (
 	"testing"
 
 	"github.com/valyala/fasthttp"
+
+	"github.com/llmgw/gateway/runtime"
+	"github.com/llmgw/gateway/runtime/ratelimit"
+	"github.com/llmgw/gateway/storage"
 )
 
 // benchUpstream answers every call with a fixed chat completion, as fast as net/http can.
@@ -86,5 +90,31 @@ func BenchmarkChatCompletionWithChecks(b *testing.B) {
 	cfg := `{"strategy":{"mode":"fallback"},"targets":[{"provider":"openai","api_key":"sk","custom_host":"` + up.URL + `/v1"}],` +
 		`"input_guardrails":[{"id":"g","default.wordCount":{"maxWords":1000},"default.regexMatch":{"rule":"[a-z]+@[a-z]+\\.com","not":true},` +
 		`"default.contains":{"words":["forbidden"],"operator":"none"}}]}`
+	runChat(b, f.srv.Handler().Handler(), HeaderAPIKey, f.plain, HeaderConfig, cfg)
+}
+
+// BenchmarkChatCompletionCacheHit is a chat completion answered from the simple cache: key, lookup in pebble,
+// zstd decompression, answer. The upstream is called once, before the timer starts.
+func BenchmarkChatCompletionCacheHit(b *testing.B) {
+	f := newFixture(b, Options{})
+	up := benchUpstream(b)
+	cfg := `{"cache":{"mode":"simple"},"provider":"openai","api_key":"sk","custom_host":"` + up.URL + `/v1"}`
+	runChat(b, f.srv.Handler().Handler(), HeaderAPIKey, f.plain, HeaderConfig, cfg)
+}
+
+// BenchmarkChatCompletionRateLimited is BenchmarkChatCompletionGateway with a requests policy per API key
+// that never refuses: the difference is what enforcement adds to a request.
+func BenchmarkChatCompletionRateLimited(b *testing.B) {
+	f := newFixtureWith(b, Options{}, func(st *storage.Store) runtime.Options {
+		lim := ratelimit.New(st, ratelimit.Options{})
+		b.Cleanup(func() { lim.Close() })
+		return runtime.Options{RateLimiter: lim}
+	})
+	if _, err := f.store.Policies.Put(f.ws.ID, "0c9d8e7f-6a5b-4c3d-9e1f-123456789abc", &storage.RateLimitPolicy{ID: "0c9d8e7f-6a5b-4c3d-9e1f-123456789abc",
+		WorkspaceID: f.ws.ID, Type: "requests", Unit: "rpm", Value: 1e12, Status: "active", GroupBy: []storage.PolicyGroup{{Key: "api_key"}}}); err != nil {
+		b.Fatal(err)
+	}
+	up := benchUpstream(b)
+	cfg := `{"strategy":{"mode":"fallback"},"targets":[{"provider":"openai","api_key":"sk","custom_host":"` + up.URL + `/v1"}]}`
 	runChat(b, f.srv.Handler().Handler(), HeaderAPIKey, f.plain, HeaderConfig, cfg)
 }

@@ -31,6 +31,13 @@ type fixture struct {
 
 func newFixture(t testing.TB, opts Options) *fixture {
 	t.Helper()
+	return newFixtureWith(t, opts, nil)
+}
+
+// newFixtureWith is newFixture with engine options of the test's own (a rate limiter, a clock); engineOpts
+// runs once the store is open.
+func newFixtureWith(t testing.TB, opts Options, engineOpts func(*storage.Store) runtime.Options) *fixture {
+	t.Helper()
 	master := make([]byte, storage.MasterKeySize)
 	rand.Read(master)
 	st, err := storage.Open("mem", storage.Options{MasterKey: master, InMemory: true})
@@ -57,7 +64,12 @@ func newFixture(t testing.TB, opts Options) *fixture {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	f.srv = New(st, runtime.New(st, runtime.Options{Logger: opts.Logger}), opts)
+	var eo runtime.Options
+	if engineOpts != nil {
+		eo = engineOpts(st)
+	}
+	eo.Logger = opts.Logger
+	f.srv = New(st, runtime.New(st, eo), opts)
 	return f
 }
 

@@ -13,9 +13,11 @@ import (
 
 	"github.com/llmgw/gateway/guardrails"
 	"github.com/llmgw/gateway/hostapi"
+	"github.com/llmgw/gateway/runtime/cache"
 	"github.com/llmgw/gateway/runtime/config"
 	"github.com/llmgw/gateway/runtime/gwerr"
 	"github.com/llmgw/gateway/runtime/netguard"
+	"github.com/llmgw/gateway/runtime/ratelimit"
 	"github.com/llmgw/gateway/storage"
 )
 
@@ -40,6 +42,10 @@ type Options struct {
 	// PluginCondition answers {"$plugin": ...} routing conditions with a workspace's wasm plugin. Nil: such
 	// conditions never match.
 	PluginCondition PluginCondition
+	// RateLimiter enforces the workspaces' rate-limit policies. Nil: no limits.
+	RateLimiter *ratelimit.Limiter
+	// Now is the clock of cache expiry and circuit breakers. Default time.Now.
+	Now func() time.Time
 }
 
 // PluginCondition asks a workspace's wasm plugin whether a request matches a routing condition.
@@ -60,6 +66,8 @@ type Engine struct {
 	pluginChecks    guardrails.PluginChecks
 	pluginCondition PluginCondition
 	asyncSlots      chan struct{}
+	limiter         *ratelimit.Limiter
+	semantic        *cache.Index
 
 	attemptTimeout time.Duration
 	now            func() time.Time
@@ -97,7 +105,16 @@ func New(store *storage.Store, opts Options) *Engine {
 			ExpectContinueTimeout: time.Second,
 		}
 	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	var vectors cache.VectorStore
+	if store != nil { // engines of unit tests run without a store
+		vectors = store.Cache
+	}
 	return &Engine{
+		semantic:        cache.NewIndex(vectors, cache.IndexOptions{Now: opts.Now, Logger: opts.Logger}),
+		limiter:         opts.RateLimiter,
 		store:           store,
 		client:          &http.Client{Transport: opts.Transport, CheckRedirect: noRedirects},
 		configs:         config.NewPlanCache(opts.ConfigCacheSize),
@@ -108,7 +125,7 @@ func New(store *storage.Store, opts Options) *Engine {
 		pluginChecks:    opts.PluginChecks,
 		pluginCondition: opts.PluginCondition,
 		asyncSlots:      make(chan struct{}, maxAsyncHooks),
-		now:             time.Now,
+		now:             opts.Now,
 		sleep:           sleepCtx,
 		jitter:          rand.Int64N,
 	}
@@ -136,9 +153,19 @@ func (e *Engine) Do(ctx context.Context, req *Request) (*Response, error) {
 	if err != nil {
 		return nil, err
 	}
+	adm, refused := e.admit(req)
+	if refused != nil {
+		return nil, refused
+	}
 	st := &state{ctx: ctx, req: req, planHash: plan.Hash, pluginCondition: e.pluginCondition}
 	out := e.exec(ctx, st, plan.Root)
-	return out.response()
+	resp, err := out.response()
+	if err != nil {
+		return nil, err
+	}
+	e.countTokens(req, &adm, resp)
+	rateLimitHeaders(&adm, resp)
+	return resp, nil
 }
 
 // plan returns the compiled config of the request: the x-gateway-config header (inline or a saved ID), or a

@@ -60,6 +60,9 @@ type outcome struct {
 	path    string
 	prov    string
 	retries int
+	// cacheStatus is x-gateway-cache-status of the answer: HIT, SEMANTIC HIT, MISS or REFRESH when the
+	// target's config enables the cache; "" means DISABLED.
+	cacheStatus string
 }
 
 func (o *outcome) ok() bool { return o.err == nil && !o.open && o.status >= 200 && o.status < 300 }
@@ -74,7 +77,10 @@ func (o *outcome) response() (*Response, error) {
 		return nil, o.err
 	}
 	r := &Response{Status: o.status, Header: o.header, Body: o.body, Provider: o.prov, Retries: o.retries,
-		OptionPath: o.path, CacheStatus: "DISABLED"}
+		OptionPath: o.path, CacheStatus: o.cacheStatus}
+	if r.CacheStatus == "" {
+		r.CacheStatus = CacheDisabled
+	}
 	if o.stream != nil {
 		r.Stream = o.stream
 	}

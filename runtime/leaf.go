@@ -60,6 +60,14 @@ func (e *Engine) execLeaf(ctx context.Context, st *state, n *config.Node) *outco
 			}
 		}
 	}
+	step, hit := e.cacheLookup(ctx, st, n, t, adapter, body)
+	if hit != nil {
+		hit.path, hit.prov = n.Path, t.Provider
+		if set != nil {
+			e.afterHooks(ctx, st, set, hit, results, soft)
+		}
+		return hit
+	}
 	// The breaker is asked last, right before the call: an allowed request must always be recorded, or a
 	// half-open breaker would wait forever for the outcome of its probe.
 	var br *breaker
@@ -71,10 +79,14 @@ func (e *Engine) execLeaf(ctx context.Context, st *state, n *config.Node) *outco
 	}
 	// After-request hooks judge every attempt, so that a 446 from an output guardrail can be retried when
 	// retry.on_status_codes lists it.
+	// The cache keeps the provider's own answer, before output guardrails judge it: a hit is judged again.
 	var post func(*outcome)
-	if set != nil {
+	if set != nil || step != nil {
 		post = func(out *outcome) {
-			if out.ok() {
+			if step != nil && out.err == nil {
+				step.store(e, out)
+			}
+			if set != nil && out.ok() {
 				e.afterHooks(ctx, st, set, out, results, soft)
 			}
 		}
@@ -222,8 +234,12 @@ func (e *Engine) resolveTarget(ctx context.Context, req *Request, n *config.Node
 	if n.CircuitBreaker == nil {
 		return t, adapter, "", nil
 	}
-	// Adapters that build their own URL (Azure, Bedrock, Vertex) address it with fields and headers: they are
-	// part of the target's identity too.
+	return t, adapter, id + "|" + baseURL + "|" + addressHash(apiKey, fields, header), nil
+}
+
+// addressHash sums what, besides the provider and base URL, tells targets apart: adapters that build their
+// own URL (Azure, Bedrock, Vertex) address it with fields and headers.
+func addressHash(apiKey string, fields map[string]json.RawMessage, header func(string) string) string {
 	h := sha256.New()
 	h.Write([]byte(apiKey))
 	fieldsJSON, _ := json.Marshal(fields) // map keys sorted: the same fields give the same bytes
@@ -232,7 +248,7 @@ func (e *Engine) resolveTarget(ctx context.Context, req *Request, n *config.Node
 		"x-gateway-cloudy-project-id", "x-gateway-cloudy-region"} {
 		h.Write([]byte(header(name)))
 	}
-	return t, adapter, id + "|" + baseURL + "|" + hex.EncodeToString(h.Sum(nil)[:8]), nil
+	return hex.EncodeToString(h.Sum(nil)[:8])
 }
 
 func noHeader(string) string { return "" }

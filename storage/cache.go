@@ -13,7 +13,7 @@ import (
 	"github.com/klauspost/compress/zstd"
 )
 
-// Tables of the response cache. Their key layout, to join the list in keys.go:
+// Tables of the response cache (key layout also in keys.go):
 //
 //	cache/<workspace-id>/<key-hex>                     CachedAnswer: the 32-byte exact-match key of runtime/cache
 //	semcache/<workspace-id>/<partition-hex>/<key-hex>  CachedVector: a semantic-cache embedding, by its 16-byte

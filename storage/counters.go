@@ -10,7 +10,7 @@ import (
 	"github.com/cockroachdb/pebble/v2"
 )
 
-// tableCounter holds the rate limiter's sliding-window counters. Key layout (for keys.go's table):
+// tableCounter holds the rate limiter's sliding-window counters. Key layout (also in keys.go):
 //
 //	counter/<workspace-id>/<policy-id>/<hex>   CounterRecord; <hex> is the first 16 bytes of sha256(group)
 //

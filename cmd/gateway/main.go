@@ -22,6 +22,7 @@ import (
 	"github.com/llmgw/gateway/routes"
 	"github.com/llmgw/gateway/runtime"
 	"github.com/llmgw/gateway/runtime/bootstrap"
+	"github.com/llmgw/gateway/runtime/ratelimit"
 	// The adapters this binary ships.
 	_ "github.com/llmgw/gateway/runtime/providers/anthropic"
 	_ "github.com/llmgw/gateway/runtime/providers/azure"
@@ -91,8 +92,11 @@ func run(ctx context.Context, stopSignals func(), args []string, getenv func(str
 		}
 		return c, nil
 	}
+	// The limiter saves its counters every second and on Close, which must come before the store closes.
+	limiter := ratelimit.New(store, ratelimit.Options{Logger: log})
+	defer limiter.Close()
 	engine := runtime.New(store, runtime.Options{HostPolicy: &cfg.hosts, Logger: log,
-		PluginChecks: pluginChecks, PluginCondition: wasm.Condition})
+		PluginChecks: pluginChecks, PluginCondition: wasm.Condition, RateLimiter: limiter})
 	server := routes.New(store, engine, routes.Options{BodyLimit: cfg.bodyLimit, Logger: log,
 		AccessLog: cfg.logLevel <= slog.LevelDebug, Plugins: wasm, PluginChecks: pluginChecks})
 	if !initialized {
@@ -120,6 +124,7 @@ func run(ctx context.Context, stopSignals func(), args []string, getenv func(str
 			log.Warn("stored plugins did not all load", "err", err)
 		}
 	})
+	backgroundWork.Go(func() { sweepCache(background, engine, log, time.Minute) })
 	if cfg.plugins != "" {
 		watcher := newPluginWatcher(cfg.plugins, store, wasm, log)
 		backgroundWork.Go(func() { watcher.run(background, 2*time.Second) })
@@ -140,11 +145,32 @@ func run(ctx context.Context, stopSignals func(), args []string, getenv func(str
 	}
 	stopBackground()
 	backgroundWork.Wait()
+	if err := limiter.Close(); err != nil {
+		log.Warn("rate-limit counters not all saved", "err", err)
+	}
 	if err := store.Close(); err != nil {
 		return fmt.Errorf("close store: %w", err)
 	}
 	log.Info("gateway stopped")
 	return nil
+}
+
+// sweepCache deletes expired cache entries every interval until ctx ends.
+func sweepCache(ctx context.Context, engine *runtime.Engine, log *slog.Logger, every time.Duration) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			if n, err := engine.SweepCache(); err != nil {
+				log.Warn("cache sweep failed", "err", err)
+			} else if n > 0 {
+				log.Debug("cache sweep", "deleted", n)
+			}
+		}
+	}
 }
 
 func newLogger(cfg settings, w io.Writer) *slog.Logger {

@@ -1,0 +1,125 @@
+package runtime
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"sync"
+)
+
+// answerUsage reads usage.total_tokens of a non-streamed answer (chat completion, text completion or
+// embeddings list). ok is false when the answer carries no usage.
+func answerUsage(body []byte) (tokens int64, ok bool) {
+	if !bytes.Contains(body, []byte(`"usage"`)) {
+		return 0, false
+	}
+	var a struct {
+		Usage *wireUsage `json:"usage"`
+	}
+	if json.Unmarshal(body, &a) != nil || a.Usage == nil {
+		return 0, false
+	}
+	return a.Usage.total(), true
+}
+
+// wireUsage is OpenAI's usage object; embeddings lists have no completion_tokens.
+type wireUsage struct {
+	PromptTokens     int64  `json:"prompt_tokens"`
+	CompletionTokens int64  `json:"completion_tokens"`
+	TotalTokens      *int64 `json:"total_tokens"`
+}
+
+func (u *wireUsage) total() int64 {
+	if u.TotalTokens != nil {
+		return *u.TotalTokens
+	}
+	return u.PromptTokens + u.CompletionTokens
+}
+
+// estimateTokens is the fallback count when a streamed answer reports no usage (OpenAI sends usage on streams
+// only when stream_options.include_usage asks for it): about four bytes of text a token, for the request
+// body and for the answer's text. Rough, but a tokens policy must not let unreported streams through free.
+func estimateTokens(requestBytes, answerTextBytes int) int64 {
+	return int64((requestBytes+3)/4 + (answerTextBytes+3)/4)
+}
+
+// usageStream passes a streamed answer through unchanged while it watches its events for usage (or, failing
+// that, measures the answer's text). When the stream is closed it reports the tokens once, whether the
+// stream ended normally or the caller went away: the provider counted them either way.
+type usageStream struct {
+	src          io.ReadCloser
+	br           *bufio.Reader
+	line         []byte // the part of the current line not yet handed to the reader
+	usage        int64
+	seenUsage    bool
+	textBytes    int
+	requestBytes int
+	report       func(tokens int64)
+	once         sync.Once
+}
+
+func newUsageStream(src io.ReadCloser, requestBytes int, report func(tokens int64)) *usageStream {
+	return &usageStream{src: src, br: bufio.NewReaderSize(src, 16<<10), requestBytes: requestBytes, report: report}
+}
+
+func (u *usageStream) Read(p []byte) (int, error) {
+	if len(u.line) == 0 {
+		line, err := u.br.ReadSlice('\n')
+		if len(line) == 0 {
+			if errors.Is(err, bufio.ErrBufferFull) {
+				err = nil
+			}
+			return 0, err
+		}
+		if err == nil {
+			u.observe(line) // only whole lines are events; a part of an overlong line is passed on unread
+		}
+		u.line = line
+	}
+	n := copy(p, u.line)
+	u.line = u.line[n:]
+	return n, nil
+}
+
+// observe reads one whole line of the stream.
+func (u *usageStream) observe(line []byte) {
+	payload, ok := bytes.CutPrefix(line, []byte("data:"))
+	if !ok {
+		return
+	}
+	payload = bytes.TrimSpace(payload)
+	if len(payload) == 0 || payload[0] != '{' {
+		return
+	}
+	var chunk struct {
+		Choices []struct {
+			Delta struct {
+				Content string `json:"content"`
+			} `json:"delta"`
+			Text string `json:"text"`
+		} `json:"choices"`
+		Usage *wireUsage `json:"usage"`
+	}
+	if json.Unmarshal(payload, &chunk) != nil {
+		return
+	}
+	for _, c := range chunk.Choices {
+		u.textBytes += len(c.Delta.Content) + len(c.Text)
+	}
+	if chunk.Usage != nil {
+		u.usage, u.seenUsage = chunk.Usage.total(), true
+	}
+}
+
+func (u *usageStream) Close() error {
+	u.once.Do(func() {
+		tokens := u.usage
+		if !u.seenUsage {
+			tokens = estimateTokens(u.requestBytes, u.textBytes)
+		}
+		u.report(tokens)
+	})
+	return u.src.Close()
+}
