@@ -65,6 +65,13 @@ func (s *Server) inference(ep providers.Endpoint) fiber.Handler {
 		c.Set(HeaderRetryCount, strconv.Itoa(resp.Retries))
 		c.Set(HeaderOptionIndex, resp.OptionPath)
 		c.Set(HeaderCacheStatus, resp.CacheStatus)
+		if rl := resp.RateLimit; rl.Set {
+			var buf [32]byte
+			h := &c.Response().Header
+			h.SetBytesV("X-Ratelimit-Limit", strconv.AppendFloat(buf[:0], rl.Limit, 'f', -1, 64))
+			h.SetBytesV("X-Ratelimit-Remaining", strconv.AppendFloat(buf[:0], rl.Remaining, 'f', -1, 64))
+			h.SetBytesV("X-Ratelimit-Reset", strconv.AppendInt(buf[:0], rl.Reset, 10))
+		}
 		for name, values := range resp.Header {
 			for _, v := range values {
 				c.Response().Header.Add(name, v)

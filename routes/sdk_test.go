@@ -109,3 +109,40 @@ func TestOpenAISDK(t *testing.T) {
 		}
 	})
 }
+
+// TestOpenAISDKCacheAndRateLimit: the SDK reads a cached answer, streamed and not, and a 429 of a policy as
+// its own rate-limit error.
+func TestOpenAISDKCacheAndRateLimit(t *testing.T) {
+	f, _ := newLimitedFixture(t)
+	base, _ := f.serve(t)
+	up := newUpstream(t, nil)
+	f.newPolicy(t, f.admin, `{"type": "requests", "unit": "rpm", "value": 3}`)
+	client := sdkClient(base, append([]string{HeaderAPIKey, f.plain, HeaderConfig, cacheConfig("simple", 0)}, upstreamHeaders(up)...)...)
+	ctx := context.Background()
+	params := openai.ChatCompletionNewParams{Model: "gpt-4o-mini", Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("Hi")}}
+
+	if _, err := client.Chat.Completions.New(ctx, params); err != nil {
+		t.Fatal(err)
+	}
+	var resp *http.Response
+	c, err := client.Chat.Completions.New(ctx, params, option.WithResponseInto(&resp))
+	if err != nil || c.Choices[0].Message.Content != "Hello!" || resp.Header.Get(HeaderCacheStatus) != "HIT" {
+		t.Fatalf("cached answer: %+v %v %v", c, err, resp.Header)
+	}
+	stream := client.Chat.Completions.NewStreaming(ctx, params)
+	var acc openai.ChatCompletionAccumulator
+	for stream.Next() {
+		acc.AddChunk(stream.Current())
+	}
+	if err := stream.Err(); err != nil || acc.Choices[0].Message.Content != "Hello!" || acc.Usage.TotalTokens != 7 {
+		t.Fatalf("replayed stream: %+v %v", acc.ChatCompletion, err)
+	}
+	if up.calls.Load() != 1 {
+		t.Fatalf("upstream called %d times", up.calls.Load())
+	}
+	_, err = client.Chat.Completions.New(ctx, params)
+	var apiErr *openai.Error
+	if !errors.As(err, &apiErr) || apiErr.StatusCode != 429 || apiErr.Code != "rate_limited" || apiErr.Type != "rate_limit_error" {
+		t.Fatalf("fourth request: %v, want the SDK's 429 rate_limited", err)
+	}
+}

@@ -9,8 +9,18 @@
 // answers are returned open; closing the Response closes the upstream call. Provider calls run on the
 // request's goroutine with a pooled net/http transport whose dialer enforces the custom-host policy.
 //
+// Around the strategy walk: Do first asks the rate limiter (ratelimit) to admit the request — a refusal is a
+// 429 before any routing — and afterwards reports the answer's usage to tokens policies (for a stream, when it
+// closes) and adds x-ratelimit-* headers. Each target whose config enables the cache looks its answer up after
+// the before-request hooks (so a transformed request is what is keyed) and before its circuit breaker: a hit
+// skips the provider, and output guardrails still judge it; a miss stores the provider's own 2xx answer
+// (streams assembled by cache.NewRecorder) before the after-request hooks run. Semantic mode embeds the last
+// user message with the workspace's embeddings target and searches cache.Index. Cache failures are logged and
+// count as misses: the cache never fails a request.
+//
 // Subpackages: config (schema, validation, compilation, plan cache), condition (conditional-routing queries),
 // netguard (custom-host policy), providers (adapter contract, identifiers, adapters below it), gwerr (the error
-// type) and bootstrap (the bootstrap file). runtime may import its subpackages, guardrails and storage; never
-// routes or cmd. Hooks, guardrails, caching and rate limits join the pipeline in later issues.
+// type), bootstrap (the bootstrap file), ratelimit (policy enforcement and counters) and cache (cache keys,
+// stream recording and replay, the semantic index). runtime may import its subpackages, guardrails and
+// storage; never routes or cmd.
 package runtime

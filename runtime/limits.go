@@ -50,20 +50,14 @@ func (e *Engine) countTokens(req *Request, adm *ratelimit.Admission, resp *Respo
 	resp.Stream = newUsageStream(resp.Stream, len(req.Body), func(tokens int64) { limiter.AddTokens(&a, int(tokens)) })
 }
 
-// rateLimitHeaders adds the x-ratelimit-* figures of the most constrained policy to the answer.
+// rateLimitHeaders records the x-ratelimit-* figures of the most constrained policy on the answer; routes
+// writes them as headers (without building a header map per request).
 func rateLimitHeaders(adm *ratelimit.Admission, resp *Response) {
 	limit, remaining, reset, ok := adm.Headers()
 	if !ok {
 		return
 	}
-	h := make(http.Header, len(resp.Header)+3)
-	for k, v := range resp.Header {
-		h[k] = v
-	}
-	h.Set("X-Ratelimit-Limit", formatLimit(limit))
-	h.Set("X-Ratelimit-Remaining", formatLimit(max(remaining, 0)))
-	h.Set("X-Ratelimit-Reset", strconv.FormatInt(reset, 10))
-	resp.Header = h
+	resp.RateLimit = RateLimitFigures{Limit: limit, Remaining: max(remaining, 0), Reset: reset, Set: true}
 }
 
 func formatLimit(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }

@@ -47,6 +47,15 @@ type Response struct {
 	Retries     int    // retries made on the target that answered
 	OptionPath  string // the answering target's path, e.g. "config.targets[1]"
 	CacheStatus string // HIT, SEMANTIC HIT, MISS, REFRESH or DISABLED
+	RateLimit   RateLimitFigures
+}
+
+// RateLimitFigures are the x-ratelimit-limit, -remaining and -reset (seconds) of the most constrained
+// rate-limit policy that admitted the request; Set is false when no policy applied.
+type RateLimitFigures struct {
+	Limit, Remaining float64
+	Reset            int64
+	Set              bool
 }
 
 // Close releases the upstream stream, if any.
