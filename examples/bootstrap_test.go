@@ -59,7 +59,7 @@ func TestBootstrapExample(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Apply: %v", err)
 	}
-	const entries = 8 // 1 workspace, 1 key, 2 providers, 1 config, 1 prompt, 1 policy, 1 guardrail
+	const entries = 9 // 1 workspace, 1 key, 2 providers, 2 configs, 1 prompt, 1 policy, 1 guardrail
 	if res.Changed != entries || res.Unchanged != 0 {
 		t.Fatalf("first Apply = %+v, want Changed %d", res, entries)
 	}
