@@ -13,6 +13,8 @@ require (
 	github.com/valyala/fasthttp v1.51.0
 )
 
+require github.com/cbroglie/mustache v1.4.2 // indirect
+
 require (
 	github.com/DataDog/zstd v1.5.7 // indirect
 	github.com/RaduBerinde/axisds v0.1.0 // indirect

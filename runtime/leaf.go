@@ -28,15 +28,27 @@ var defaultRetryCodes = []int{429, 500, 502, 503, 504}
 
 // execLeaf calls one target: resolve it, consult its circuit breaker, then call with retries.
 func (e *Engine) execLeaf(ctx context.Context, st *state, n *config.Node) *outcome {
+	body := st.req.Body
 	if n.PromptID != "" {
-		return &outcome{path: n.Path, err: &gwerr.Error{Status: http.StatusBadRequest, Code: config.CodeInvalidConfig,
-			Param: configParam(n, "prompt_id"), Message: "invalid config: " + configParam(n, "prompt_id") + ": a target with prompt_id serves only /v1/prompts/{id}/completions"}}
+		if st.req.RenderPrompt == nil {
+			return &outcome{path: n.Path, err: &gwerr.Error{Status: http.StatusBadRequest, Code: config.CodeInvalidConfig,
+				Param: configParam(n, "prompt_id"), Message: "invalid config: " + configParam(n, "prompt_id") + ": a target with prompt_id serves only /v1/prompts/{id}/completions"}}
+		}
+		rendered, err := st.req.RenderPrompt(n.PromptID)
+		if err != nil {
+			ge := asGatewayError(err)
+			if ge.Param == "" {
+				ge.Param = configParam(n, "prompt_id")
+			}
+			return &outcome{path: n.Path, err: ge}
+		}
+		body = rendered
 	}
 	t, adapter, breakerKey, gerr := e.resolveTarget(ctx, st.req, n)
 	if gerr != nil {
 		return &outcome{err: gerr, path: n.Path}
 	}
-	body, err := patchBody(st.req, n)
+	body, err := patchBody(body, st.req, n)
 	if err != nil {
 		return &outcome{err: gwerr.Internal(err), path: n.Path}
 	}
@@ -300,13 +312,13 @@ func forwardHeaders(req *Request, n *config.Node) http.Header {
 
 // patchBody applies override_params (and metadata._user as "user") to the caller's body. Without them the
 // caller's bytes go upstream untouched.
-func patchBody(req *Request, n *config.Node) ([]byte, error) {
+func patchBody(body []byte, req *Request, n *config.Node) ([]byte, error) {
 	user := req.Metadata["_user"]
 	if len(n.OverrideParams) == 0 && user == "" {
-		return req.Body, nil
+		return body, nil
 	}
 	var m map[string]json.RawMessage
-	if err := json.Unmarshal(req.Body, &m); err != nil {
+	if err := json.Unmarshal(body, &m); err != nil {
 		return nil, err
 	}
 	if _, has := m["user"]; user != "" && !has {

@@ -33,6 +33,10 @@ type Request struct {
 
 	// Header reads any of the caller's request headers; valid only during Engine.Do.
 	Header func(name string) string
+
+	// RenderPrompt renders another prompt template with the request's variables, for targets that name a
+	// prompt_id (DESIGN.md): set by /v1/prompts/{id}/completions, nil on other endpoints.
+	RenderPrompt func(promptID string) ([]byte, error)
 }
 
 // Response is the answer to send back. Exactly one of Body and Stream is set. The caller must Close the
