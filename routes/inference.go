@@ -61,43 +61,54 @@ func (s *Server) inference(ep providers.Endpoint) fiber.Handler {
 			cancel()
 			return err
 		}
-		c.Set(HeaderAnswerProvider, resp.Provider)
-		c.Set(HeaderRetryCount, strconv.Itoa(resp.Retries))
-		c.Set(HeaderOptionIndex, resp.OptionPath)
-		c.Set(HeaderCacheStatus, resp.CacheStatus)
-		if rl := resp.RateLimit; rl.Set {
-			var buf [32]byte
-			h := &c.Response().Header
-			h.SetBytesV("X-Ratelimit-Limit", strconv.AppendFloat(buf[:0], rl.Limit, 'f', -1, 64))
-			h.SetBytesV("X-Ratelimit-Remaining", strconv.AppendFloat(buf[:0], rl.Remaining, 'f', -1, 64))
-			h.SetBytesV("X-Ratelimit-Reset", strconv.AppendInt(buf[:0], rl.Reset, 10))
-		}
-		for name, values := range resp.Header {
-			for _, v := range values {
-				c.Response().Header.Add(name, v)
-			}
-		}
-		c.Status(resp.Status)
-		if resp.Stream == nil {
-			cancel()
-			if len(resp.Header.Values("Content-Type")) == 0 {
-				c.Set(fiber.HeaderContentType, fiber.MIMEApplicationJSON)
-			}
-			return c.Send(resp.Body)
-		}
-		c.Set(fiber.HeaderContentType, "text/event-stream")
-		c.Set(fiber.HeaderCacheControl, "no-cache")
-		c.Set("X-Accel-Buffering", "no")
-		upstream, log, trace := resp.Stream, s.log, req.TraceID
-		c.Context().SetBodyStreamWriter(func(w *bufio.Writer) {
-			defer cancel()
-			defer upstream.Close()
-			if err := copySSE(w, upstream); err != nil {
-				log.Warn("stream ended early", "trace_id", trace, "err", err)
-			}
-		})
-		return nil
+		return s.send(c, req, resp, cancel, nil)
 	}
+}
+
+// send writes an engine answer: the gateway headers, then the body, or the stream event by event. wrap, when
+// set, reshapes a whole 2xx body (prompt completions wrap it in {"status", "headers", "body"}). cancel ends
+// the request's context once the answer is written.
+func (s *Server) send(c *fiber.Ctx, req *runtime.Request, resp *runtime.Response, cancel context.CancelFunc, wrap func(c *fiber.Ctx, resp *runtime.Response) []byte) error {
+	c.Set(HeaderAnswerProvider, resp.Provider)
+	c.Set(HeaderRetryCount, strconv.Itoa(resp.Retries))
+	c.Set(HeaderOptionIndex, resp.OptionPath)
+	c.Set(HeaderCacheStatus, resp.CacheStatus)
+	if rl := resp.RateLimit; rl.Set {
+		var buf [32]byte
+		h := &c.Response().Header
+		h.SetBytesV("X-Ratelimit-Limit", strconv.AppendFloat(buf[:0], rl.Limit, 'f', -1, 64))
+		h.SetBytesV("X-Ratelimit-Remaining", strconv.AppendFloat(buf[:0], rl.Remaining, 'f', -1, 64))
+		h.SetBytesV("X-Ratelimit-Reset", strconv.AppendInt(buf[:0], rl.Reset, 10))
+	}
+	for name, values := range resp.Header {
+		for _, v := range values {
+			c.Response().Header.Add(name, v)
+		}
+	}
+	c.Status(resp.Status)
+	if resp.Stream == nil {
+		cancel()
+		if len(resp.Header.Values("Content-Type")) == 0 {
+			c.Set(fiber.HeaderContentType, fiber.MIMEApplicationJSON)
+		}
+		if wrap != nil && resp.Status >= 200 && resp.Status < 300 {
+			c.Set(fiber.HeaderContentType, fiber.MIMEApplicationJSON)
+			return c.Send(wrap(c, resp))
+		}
+		return c.Send(resp.Body)
+	}
+	c.Set(fiber.HeaderContentType, "text/event-stream")
+	c.Set(fiber.HeaderCacheControl, "no-cache")
+	c.Set("X-Accel-Buffering", "no")
+	upstream, log, trace := resp.Stream, s.log, req.TraceID
+	c.Context().SetBodyStreamWriter(func(w *bufio.Writer) {
+		defer cancel()
+		defer upstream.Close()
+		if err := copySSE(w, upstream); err != nil {
+			log.Warn("stream ended early", "trace_id", trace, "err", err)
+		}
+	})
+	return nil
 }
 
 var sseReaders = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, 32<<10) }}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/llmgw/gateway/guardrails"
 	"github.com/llmgw/gateway/runtime"
+	"github.com/llmgw/gateway/runtime/prompt"
 	"github.com/llmgw/gateway/runtime/providers"
 	"github.com/llmgw/gateway/storage"
 )
@@ -47,6 +48,8 @@ type Server struct {
 	accessLogs   bool
 	plugins      PluginHost
 	pluginChecks guardrails.PluginChecks
+
+	promptTemplates *prompt.Cache // compiled prompt template versions, by the hash of their JSON
 }
 
 // New builds the server over the store and the engine. Call Serve to accept connections and Shutdown to stop.
@@ -64,7 +67,7 @@ func New(store *storage.Store, engine *runtime.Engine, opts Options) *Server {
 		opts.Logger = slog.Default()
 	}
 	s := &Server{store: store, engine: engine, log: opts.Logger, accessLogs: opts.AccessLog, plugins: opts.Plugins,
-		pluginChecks: opts.PluginChecks}
+		pluginChecks: opts.PluginChecks, promptTemplates: prompt.NewCache(4096)}
 	s.app = fiber.New(fiber.Config{
 		AppName:               "gateway",
 		BodyLimit:             opts.BodyLimit,
@@ -101,6 +104,15 @@ func (s *Server) routes() {
 	v1.Get("/policies/rate-limits/:id", s.getPolicy)
 	v1.Put("/policies/rate-limits/:id", s.updatePolicy)
 	v1.Delete("/policies/rate-limits/:id", s.deletePolicy)
+
+	v1.Get("/prompts", s.listPrompts)
+	v1.Post("/prompts", s.createPrompt)
+	v1.Get("/prompts/:id", s.getPrompt)
+	v1.Delete("/prompts/:id", s.deletePrompt)
+	v1.Post("/prompts/:id/versions", s.addPromptVersion)
+	v1.Post("/prompts/:id/versions/:version/publish", s.publishPromptVersion)
+	v1.Post("/prompts/:id/render", s.renderPrompt) // prompts_render.go
+	v1.Post("/prompts/:id/completions", s.promptCompletion)
 
 	v1.Get("/plugins", s.listPlugins)
 	v1.Put("/plugins/:id", s.putPlugin)

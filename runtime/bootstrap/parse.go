@@ -21,6 +21,7 @@ import (
 	"github.com/llmgw/gateway/hostapi"
 	"github.com/llmgw/gateway/runtime/config"
 	"github.com/llmgw/gateway/runtime/gwerr"
+	"github.com/llmgw/gateway/runtime/prompt"
 	"github.com/llmgw/gateway/runtime/providers"
 	"github.com/llmgw/gateway/storage"
 )
@@ -433,6 +434,22 @@ func parsePrompt(o *object) Prompt {
 // checkTemplate checks the parts of a prompt template that have a fixed shape; its other keys are chat
 // hyperparameters, passed on as they are.
 func checkTemplate(t *object) {
+	before := len(t.p.list)
+	defer func() {
+		if len(t.p.list) > before {
+			return
+		}
+		// The shape is right: the Mustache of the contents must parse too, or the template fails at render time.
+		raw, _ := json.Marshal(t.fields)
+		if _, err := prompt.Compile(raw); err != nil {
+			var pe *prompt.Error
+			if errors.As(err, &pe) && pe.Field != "" {
+				t.p.add(t.at(pe.Field), "%s", pe.Message)
+			} else {
+				t.p.add(t.path, "%v", err)
+			}
+		}
+	}()
 	msgs := t.array("messages", true)
 	if msgs != nil && len(msgs) == 0 {
 		t.p.add(t.at("messages"), "must hold at least one message")
@@ -454,8 +471,52 @@ func checkTemplate(t *object) {
 		}
 	}
 	t.str("model", false)
-	t.str("provider", false)
+	// provider ("@slug" or a provider id), virtual_key (a stored provider's slug) and config (a saved config's
+	// ID) each say where the rendered prompt goes: a template names at most one of them.
+	first := ""
+	for _, name := range templateTargets {
+		given := t.has(name)
+		t.str(name, false)
+		switch {
+		case !given:
+		case first == "":
+			first = name
+		default:
+			t.p.add(t.at(name), "cannot be set together with %s: a template names at most one of %s", first,
+				strings.Join(templateTargets, ", "))
+		}
+	}
 }
+
+// templateTargets are the template fields that say where its prompt goes, in the order they are checked.
+var templateTargets = []string{"provider", "virtual_key", "config"}
+
+// ParsePromptTemplate validates one prompt template object given alone, such as in the body of an HTTP
+// request, with the rules of a template in a bootstrap file's prompt versions, so that both ways of making a
+// prompt accept the same templates. A *TemplateError lists every problem, each at the field's JSON path within
+// the template ("messages", "messages[0].content"; "" for the template itself).
+func ParsePromptTemplate(raw []byte) error {
+	p := &problems{}
+	// The root path is empty, so that paths come out as ".messages[0].content": trimmed below.
+	if t := newObject(p, "", raw); t != nil {
+		checkTemplate(t)
+	}
+	if len(p.list) == 0 {
+		return nil
+	}
+	for i := range p.list {
+		p.list[i].Path = strings.TrimPrefix(p.list[i].Path, ".")
+	}
+	return &TemplateError{Problems: p.list}
+}
+
+// TemplateError lists the problems ParsePromptTemplate found, in the order the fields are checked; its text
+// joins them as "path: message; ...".
+type TemplateError struct {
+	Problems []Problem
+}
+
+func (e *TemplateError) Error() string { return joinProblems(e.Problems) }
 
 var (
 	policyTypes    = []string{"requests", "tokens"}
@@ -515,9 +576,13 @@ type PolicyError struct {
 	Problems []Problem
 }
 
-func (e *PolicyError) Error() string {
-	parts := make([]string, len(e.Problems))
-	for i, pr := range e.Problems {
+func (e *PolicyError) Error() string { return joinProblems(e.Problems) }
+
+// joinProblems joins problems of one object as "path: message; ...", a problem of the object itself (path "")
+// as its message alone.
+func joinProblems(list []Problem) string {
+	parts := make([]string, len(list))
+	for i, pr := range list {
 		parts[i] = pr.Message
 		if pr.Path != "" {
 			parts[i] = pr.Path + ": " + pr.Message
