@@ -9,7 +9,7 @@ const hexDigits = "0123456789abcdef"
 // AppendString appends s as a JSON string, escaped as encoding/json does except that <, > and & are left as
 // they are: quotes, backslashes and control characters escaped, invalid UTF-8 replaced by U+FFFD, and U+2028
 // and U+2029 escaped so that the output is also valid JavaScript.
-func AppendString(b []byte, s string) []byte {
+func AppendString[S ~string | ~[]byte](b []byte, s S) []byte {
 	b = append(b, '"')
 	start := 0
 	for i := 0; i < len(s); {
@@ -36,7 +36,7 @@ func AppendString(b []byte, s string) []byte {
 			start = i
 			continue
 		}
-		r, size := utf8.DecodeRuneInString(s[i:])
+		r, size := decodeRune(s[i:])
 		if r == utf8.RuneError && size == 1 {
 			b = append(b, s[start:i]...)
 			b = append(b, `\ufffd`...)
@@ -55,4 +55,11 @@ func AppendString(b []byte, s string) []byte {
 	}
 	b = append(b, s[start:]...)
 	return append(b, '"')
+}
+
+// decodeRune is utf8.DecodeRune for a string or a byte slice, without converting either.
+func decodeRune[S ~string | ~[]byte](s S) (rune, int) {
+	var buf [utf8.UTFMax]byte
+	n := copy(buf[:], s)
+	return utf8.DecodeRune(buf[:n])
 }

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 
+	"github.com/llmgw/gateway/runtime/internal/jsonstr"
 	"github.com/llmgw/gateway/runtime/providers"
 )
 
@@ -425,29 +426,5 @@ func isJSONString(raw json.RawMessage) bool {
 	return len(raw) >= 2 && raw[0] == '"'
 }
 
-// appendJSONString appends s as a JSON string literal.
-func appendJSONString(dst []byte, s string) []byte {
-	const hexDigits = "0123456789abcdef"
-	dst = append(dst, '"')
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case c == '"' || c == '\\':
-			dst = append(dst, '\\', c)
-		case c < 0x20:
-			switch c {
-			case '\n':
-				dst = append(dst, '\\', 'n')
-			case '\r':
-				dst = append(dst, '\\', 'r')
-			case '\t':
-				dst = append(dst, '\\', 't')
-			default:
-				dst = append(dst, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&15])
-			}
-		default:
-			dst = append(dst, c)
-		}
-	}
-	return append(dst, '"')
-}
+// appendJSONString appends s as a JSON string literal (jsonstr.AppendString).
+func appendJSONString(dst []byte, s string) []byte { return jsonstr.AppendString(dst, s) }

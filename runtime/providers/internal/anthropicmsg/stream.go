@@ -9,8 +9,8 @@ import (
 	"io"
 	"strconv"
 	"sync"
-	"unicode/utf8"
 
+	"github.com/llmgw/gateway/runtime/internal/jsonstr"
 	"github.com/llmgw/gateway/runtime/providers/internal/openaiwire"
 )
 
@@ -381,60 +381,5 @@ func (s *stream) finish(reason string) {
 	s.out = append(b, "}\n\n"...)
 }
 
-const hexDigits = "0123456789abcdef"
-
-// appendString appends s as a JSON string. Invalid UTF-8 becomes U+FFFD, as encoding/json does.
-func appendString[S ~string | ~[]byte](dst []byte, s S) []byte {
-	dst = append(dst, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' {
-				i++
-				continue
-			}
-			dst = append(dst, s[start:i]...)
-			switch c {
-			case '"', '\\':
-				dst = append(dst, '\\', c)
-			case '\n':
-				dst = append(dst, '\\', 'n')
-			case '\r':
-				dst = append(dst, '\\', 'r')
-			case '\t':
-				dst = append(dst, '\\', 't')
-			default:
-				dst = append(dst, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
-			}
-			i++
-			start = i
-			continue
-		}
-		r, size := decodeRune(s[i:])
-		if r == utf8.RuneError && size == 1 {
-			dst = append(dst, s[start:i]...)
-			dst = append(dst, `\ufffd`...)
-			i += size
-			start = i
-			continue
-		}
-		if r == '\u2028' || r == '\u2029' {
-			dst = append(dst, s[start:i]...)
-			dst = append(dst, '\\', 'u', '2', '0', '2', hexDigits[r&0xf])
-			i += size
-			start = i
-			continue
-		}
-		i += size
-	}
-	dst = append(dst, s[start:]...)
-	return append(dst, '"')
-}
-
-// decodeRune is utf8.DecodeRune for a string or a byte slice, without converting either.
-func decodeRune[S ~string | ~[]byte](s S) (rune, int) {
-	var buf [utf8.UTFMax]byte
-	n := copy(buf[:], s)
-	return utf8.DecodeRune(buf[:n])
-}
+// appendString appends s as a JSON string (jsonstr.AppendString).
+func appendString[S ~string | ~[]byte](dst []byte, s S) []byte { return jsonstr.AppendString(dst, s) }
