@@ -303,7 +303,9 @@ func (x *Index) partition(ws string, p PartitionKey) *part {
 	if !pt.loaded.Load() {
 		x.load(pt)
 	}
-	if n > x.opts.MaxPartitions {
+	// A load brings entries in without an Add: the budget is checked here too, or searches alone could grow
+	// the index past MaxEntries.
+	if n > x.opts.MaxPartitions || x.total.Load() > int64(x.opts.MaxEntries) {
 		x.enforceBudget()
 	}
 	return pt
