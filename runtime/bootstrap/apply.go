@@ -140,7 +140,11 @@ func Apply(st *storage.Store, f *File) (Result, error) {
 	}
 	for _, x := range f.Prompts {
 		w := refs[x.Path]
-		changed, err := st.Prompts.Put(w.ID, x.ID, &storage.Prompt{ID: x.ID, WorkspaceID: w.ID, Name: x.Name, Versions: x.Versions})
+		versions, err := mergePromptVersions(st, w.ID, x)
+		if err != nil {
+			return fail(x.Path, err)
+		}
+		changed, err := st.Prompts.Put(w.ID, x.ID, &storage.Prompt{ID: x.ID, WorkspaceID: w.ID, Name: x.Name, Versions: versions})
 		if err != nil {
 			return fail(x.Path, err)
 		}
@@ -216,3 +220,35 @@ func planWorkspaces(st *storage.Store, f *File, p *problems) (*workspacePlan, er
 	}
 	return plan, nil
 }
+
+// mergePromptVersions keeps the versions a prompt gained after the file was written (over HTTP): the file's
+// versions are 1 to n, stored versions above n stay, and when one of those is published it stays published.
+// Applying the file again must not throw away versions that users made since.
+func mergePromptVersions(st *storage.Store, workspaceID string, x Prompt) ([]storage.PromptVersion, error) {
+	stored, err := st.Prompts.Get(workspaceID, x.ID)
+	if errors.Is(err, storage.ErrNotFound) {
+		return x.Versions, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var extra []storage.PromptVersion
+	for _, v := range stored.Versions {
+		if v.Version > len(x.Versions) {
+			extra = append(extra, v)
+		}
+	}
+	if len(extra) == 0 {
+		return x.Versions, nil
+	}
+	versions := append([]storage.PromptVersion(nil), x.Versions...)
+	for _, v := range extra {
+		if v.Published {
+			for i := range versions {
+				versions[i].Published = false
+			}
+		}
+	}
+	return append(versions, extra...), nil
+}
+

@@ -1,10 +1,13 @@
 package bootstrap
 
 import (
+	"encoding/json"
 	"errors"
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/llmgw/gateway/storage"
 )
 
 func TestParsePromptTemplate(t *testing.T) {
@@ -126,5 +129,27 @@ func TestParsePromptTemplateChecksMustache(t *testing.T) {
 	_, err = Parse([]byte(`{"prompts": [{"id": "p", "versions": [{"template": {"messages": [{"role": "user", "content": [{"type": "text", "text": "{{/x}}"}]}]}}]}]}`), t.TempDir())
 	if _, ok := findProblem(validationError(t, err).Problems, "prompts[0].versions[0].template.messages[0].content[0].text", "Mustache"); !ok {
 		t.Fatalf("bootstrap: %v", err)
+	}
+}
+
+// Applying the file again keeps the versions added since (over HTTP), and their publication.
+func TestApplyKeepsLaterPromptVersions(t *testing.T) {
+	st := newStore(t)
+	doc := `{"prompts": [{"id": "p", "versions": [{"published": true, "template": {"messages": [{"role": "user", "content": "v1"}]}}]}]}`
+	mustApply(t, st, mustParse(t, doc, t.TempDir()))
+	ws, _ := st.Workspaces.Resolve("default")
+	p, _ := st.Prompts.Get(ws.ID, "p")
+	p.Versions = append(p.Versions, storage.PromptVersion{Version: 2, Published: true, Template: json.RawMessage(`{"messages": [{"role": "user", "content": "v2"}]}`)})
+	p.Versions[0].Published = false
+	if _, err := st.Prompts.Put(ws.ID, "p", p); err != nil {
+		t.Fatal(err)
+	}
+	res := mustApply(t, st, mustParse(t, doc, t.TempDir()))
+	got, _ := st.Prompts.Get(ws.ID, "p")
+	if len(got.Versions) != 2 || got.Versions[0].Published || !got.Versions[1].Published {
+		t.Fatalf("versions after applying the file again: %+v", got.Versions)
+	}
+	if res.Changed != 0 {
+		t.Fatalf("applying the same file again changed %d records", res.Changed)
 	}
 }
