@@ -2,22 +2,59 @@ package runtime
 
 import (
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/llmgw/gateway/runtime/config"
 )
 
 // breakers holds one circuit breaker per target (its provider, host and credentials), across requests.
+// Inline configs can name any number of targets, so the set is bounded: past maxBreakers entries, the closed
+// breakers are dropped (a closed breaker holds at most a partial count of failures; open and half-open ones,
+// which protect a failing target, stay).
 type breakers struct {
-	m sync.Map // string → *breaker
+	m       sync.Map // string → *breaker
+	n       atomic.Int64
+	pruning sync.Mutex
+	max     int64 // maxBreakers unless a test sets it
 }
+
+const maxBreakers = 10_000
 
 func (b *breakers) get(key string) *breaker {
 	if v, ok := b.m.Load(key); ok {
 		return v.(*breaker)
 	}
-	v, _ := b.m.LoadOrStore(key, &breaker{})
+	v, loaded := b.m.LoadOrStore(key, &breaker{})
+	if !loaded {
+		limit := b.max
+		if limit <= 0 {
+			limit = maxBreakers
+		}
+		if b.n.Add(1) > limit {
+			b.prune(key)
+		}
+	}
 	return v.(*breaker)
+}
+
+// prune drops the closed breakers other than keep; one prune runs at a time, others go on without waiting.
+func (b *breakers) prune(keep string) {
+	if !b.pruning.TryLock() {
+		return
+	}
+	defer b.pruning.Unlock()
+	b.m.Range(func(k, v any) bool {
+		br := v.(*breaker)
+		br.mu.Lock()
+		idle := br.state == closed && !br.probing
+		br.mu.Unlock()
+		if idle && k.(string) != keep {
+			b.m.Delete(k)
+			b.n.Add(-1)
+		}
+		return true
+	})
 }
 
 type breakerState uint8

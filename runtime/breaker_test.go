@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -88,5 +89,21 @@ func TestBreakerFailureCodes(t *testing.T) {
 		if got := isBreakerFailure(&config.CircuitBreaker{FailureStatusCodes: tc.codes}, tc.status); got != tc.want {
 			t.Errorf("codes %v status %d: %v, want %v", tc.codes, tc.status, got, tc.want)
 		}
+	}
+}
+
+func TestBreakersAreBounded(t *testing.T) {
+	var b breakers
+	b.max = 100
+	failing := b.get("failing")
+	failing.state = open
+	for i := range 1000 {
+		b.get(fmt.Sprint("target-", i))
+	}
+	if n := b.n.Load(); n > 101 {
+		t.Fatalf("%d breakers kept, bound 100", n)
+	}
+	if got := b.get("failing"); got != failing {
+		t.Fatal("an open breaker was dropped")
 	}
 }
