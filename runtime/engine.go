@@ -119,7 +119,7 @@ func New(store *storage.Store, opts Options) *Engine {
 		client:          &http.Client{Transport: opts.Transport, CheckRedirect: noRedirects},
 		configs:         config.NewPlanCache(opts.ConfigCacheSize),
 		guard:           opts.HostPolicy,
-		resolver:        opts.Resolver,
+		resolver:        netguard.NewCachingResolver(opts.Resolver, 30*time.Second), // the dialer resolves afresh
 		log:             opts.Logger,
 		attemptTimeout:  opts.AttemptTimeout,
 		pluginChecks:    opts.PluginChecks,

@@ -251,4 +251,3 @@ func mergePromptVersions(st *storage.Store, workspaceID string, x Prompt) ([]sto
 	}
 	return append(versions, extra...), nil
 }
-
