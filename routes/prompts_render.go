@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"sync"
 
 	"github.com/gofiber/fiber/v2"
 
@@ -80,7 +81,7 @@ func (s *Server) loadTemplate(workspaceID, refText string) (*prompt.Template, pr
 	if err != nil {
 		return nil, ref, gwerr.BadRequest("promptId", "%v", err)
 	}
-	p, err := s.store.Prompts.Get(workspaceID, ref.ID)
+	p, err := s.promptRecords.get(s.store, workspaceID, ref.ID)
 	if errors.Is(err, storage.ErrNotFound) {
 		return nil, ref, &gwerr.Error{Status: http.StatusNotFound, Code: gwerr.CodeNotFound, Param: "promptId",
 			Message: "prompt " + quoteID(ref.ID) + " not found in this workspace"}
@@ -212,4 +213,38 @@ func wrapPromptAnswer(c *fiber.Ctx, resp *runtime.Response) []byte {
 	out = append(out, resp.Body...)
 	out = append(out, '}')
 	return out
+}
+
+// promptRecords keeps decoded prompt records for render and completions, which would otherwise decode a
+// prompt with all its versions on every call. The copies are shared and read-only; any write to the prompt
+// store (its generation changes) empties the cache.
+type promptRecords struct {
+	mu  sync.RWMutex
+	gen uint64
+	m   map[[2]string]*storage.Prompt
+}
+
+const maxPromptRecords = 4096
+
+func (c *promptRecords) get(st *storage.Store, workspaceID, id string) (*storage.Prompt, error) {
+	gen := st.Prompts.Generation() // read before the record, so that a racing write leaves the copy stale
+	k := [2]string{workspaceID, id}
+	c.mu.RLock()
+	p, ok := c.m[k]
+	fresh := c.gen == gen
+	c.mu.RUnlock()
+	if ok && fresh {
+		return p, nil
+	}
+	p, err := st.Prompts.Get(workspaceID, id)
+	if err != nil {
+		return nil, err
+	}
+	c.mu.Lock()
+	if c.gen != gen || c.m == nil || len(c.m) >= maxPromptRecords {
+		c.m, c.gen = map[[2]string]*storage.Prompt{}, gen
+	}
+	c.m[k] = p
+	c.mu.Unlock()
+	return p, nil
 }

@@ -243,3 +243,24 @@ func BenchmarkPromptRenderEndpoint(b *testing.B) {
 		}
 	}
 }
+
+// A version published over HTTP is what the next render uses (no stale copy).
+func TestPromptRenderSeesNewVersions(t *testing.T) {
+	f := newFixture(t, Options{})
+	putPrompt(t, f, f.ws.ID, "p", 1, `{"model": "m", "messages": [{"role": "user", "content": "one {{x}}"}]}`)
+	if got := lastContent(renderedData(t, f.promptCall(t, "/v1/prompts/p/render", `{"variables": {"x": 1}}`))); got != "one 1" {
+		t.Fatalf("first render %q", got)
+	}
+	a := f.do(t, "POST", "/v1/prompts/p/versions", `{"template": {"model": "m", "messages": [{"role": "user", "content": "two {{x}}"}]}, "publish": true}`,
+		HeaderAPIKey, f.admin, "Content-Type", "application/json")
+	if a.status != 200 {
+		t.Fatalf("add version: %d %s", a.status, a.body)
+	}
+	if got := lastContent(renderedData(t, f.promptCall(t, "/v1/prompts/p/render", `{"variables": {"x": 1}}`))); got != "two 1" {
+		t.Fatalf("render after publishing version 2: %q", got)
+	}
+	if a := f.do(t, "DELETE", "/v1/prompts/p", "", HeaderAPIKey, f.admin); a.status != 200 {
+		t.Fatalf("delete: %d", a.status)
+	}
+	checkError(t, f.promptCall(t, "/v1/prompts/p/render", `{"variables": {}}`), 404, "not_found", "promptId")
+}

@@ -50,6 +50,7 @@ type Server struct {
 	pluginChecks guardrails.PluginChecks
 
 	promptTemplates *prompt.Cache // compiled prompt template versions, by the hash of their JSON
+	promptRecords   promptRecords // decoded prompts, until the next write
 }
 
 // New builds the server over the store and the engine. Call Serve to accept connections and Shutdown to stop.
