@@ -54,7 +54,12 @@ func (s *Server) inference(ep providers.Endpoint) fiber.Handler {
 		if err := readGatewayHeaders(c, req); err != nil {
 			return err
 		}
-		ctx, cancel := context.WithCancel(c.UserContext())
+		ctx, cancel := c.UserContext(), noCancel
+		if stream {
+			// A stream outlives the handler: its context ends when the stream writer is done with it. A whole
+			// answer has been read to its end inside Do, so it needs no context of its own.
+			ctx, cancel = context.WithCancel(ctx)
+		}
 		resp, err := s.engine.Do(ctx, req)
 		req.Header = nil // c.Get must not be called once the handler has returned
 		if err != nil {
@@ -110,6 +115,8 @@ func (s *Server) send(c *fiber.Ctx, req *runtime.Request, resp *runtime.Response
 	})
 	return nil
 }
+
+func noCancel() {}
 
 var sseReaders = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, 32<<10) }}
 

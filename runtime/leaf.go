@@ -229,9 +229,10 @@ func (e *Engine) resolveTarget(ctx context.Context, req *Request, n *config.Node
 	}
 	if baseURL == "" {
 		baseURL = providers.DefaultBaseURL(id)
-	} else if err := e.guard.CheckURLParam(ctx, e.resolver, baseURL, hostParam.String()); err != nil {
+	} else if err := e.guard.CheckURLParam(ctx, e.resolver, baseURL, ""); err != nil {
 		var ge *gwerr.Error
 		if errors.As(err, &ge) {
+			ge.Param = hostParam.String() // named only on failure: building the name costs an allocation
 			return nil, nil, "", ge
 		}
 		return nil, nil, "", gwerr.BadRequest(hostParam.String(), "%v", err)
