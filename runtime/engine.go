@@ -176,7 +176,7 @@ func (e *Engine) plan(req *Request) (*config.Plan, error) {
 		return headerPlan, nil
 	}
 	if strings.HasPrefix(raw, "{") {
-		return e.configs.Load([]byte(raw))
+		return e.configs.LoadString(raw)
 	}
 	saved, err := e.store.Configs.Get(req.Key.WorkspaceID, raw)
 	if errors.Is(err, storage.ErrNotFound) {

@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"sync"
 	"sync/atomic"
+	"unsafe"
 )
 
 // DefaultCacheSize is the number of configs a PlanCache made with NewPlanCache(0) holds.
@@ -49,16 +50,9 @@ func NewPlanCache(size int) *PlanCache {
 // they then return the same cached result.
 func (c *PlanCache) Load(raw []byte) (*Plan, error) {
 	key := sha256.Sum256(raw)
-	c.mu.RLock()
-	e := c.byKey[key]
-	c.mu.RUnlock()
-	if e != nil {
-		if !e.used.Load() { // avoid writing the shared cache line on every hit
-			e.used.Store(true)
-		}
+	if e := c.hit(key); e != nil {
 		return e.plan, e.err
 	}
-
 	plan, err := load(raw, key)
 
 	c.mu.Lock()
@@ -74,6 +68,26 @@ func (c *PlanCache) Load(raw []byte) (*Plan, error) {
 	}
 	c.byKey[key] = e
 	return plan, err
+}
+
+// LoadString is Load for a config held in a string (a header): a hit makes no copy of the text.
+func (c *PlanCache) LoadString(raw string) (*Plan, error) {
+	key := sha256.Sum256(unsafe.Slice(unsafe.StringData(raw), len(raw))) // read only: the string is not changed
+	if e := c.hit(key); e != nil {
+		return e.plan, e.err
+	}
+	return c.Load([]byte(raw))
+}
+
+// hit returns the cached entry of key, marked as used, or nil.
+func (c *PlanCache) hit(key [sha256.Size]byte) *cacheEntry {
+	c.mu.RLock()
+	e := c.byKey[key]
+	c.mu.RUnlock()
+	if e != nil && !e.used.Load() { // avoid writing the shared cache line on every hit
+		e.used.Store(true)
+	}
+	return e
 }
 
 // evictAndPlace replaces the first entry at or after the hand that was not used since the hand last passed,
