@@ -60,7 +60,7 @@ func (c *PlanCache) Load(raw []byte) (*Plan, error) {
 	if e := c.byKey[key]; e != nil { // another caller got here first: share its result
 		return e.plan, e.err
 	}
-	e = &cacheEntry{key: key, plan: plan, err: err}
+	e := &cacheEntry{key: key, plan: plan, err: err}
 	if len(c.ring) < c.size {
 		c.ring = append(c.ring, e)
 	} else {
