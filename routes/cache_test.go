@@ -269,3 +269,30 @@ func strconvQuote(s string) string {
 	b, _ := json.Marshal(s)
 	return string(b)
 }
+
+// Embeddings and legacy completions are cached too.
+func TestCacheOfOtherEndpoints(t *testing.T) {
+	f, _ := newLimitedFixture(t)
+	up := newUpstream(t, func(w http.ResponseWriter, r *http.Request, call int64) {
+		w.Header().Set("Content-Type", "application/json")
+		if strings.HasSuffix(r.URL.Path, "/embeddings") {
+			fmt.Fprintf(w, `{"object":"list","data":[{"object":"embedding","index":0,"embedding":[%d,0.5]}],"model":"e","usage":{"prompt_tokens":1,"total_tokens":1}}`, call)
+			return
+		}
+		fmt.Fprintf(w, `{"id":"cmpl-%d","object":"text_completion","created":1,"model":"m","choices":[{"index":0,"text":"text %d","finish_reason":"stop"}]}`, call, call)
+	})
+	h := append([]string{HeaderAPIKey, f.plain, "Content-Type", "application/json", HeaderConfig, cacheConfig("simple", 0)}, upstreamHeaders(up)...)
+	for _, tc := range []struct{ path, body string }{
+		{"/v1/embeddings", `{"model":"e","input":"hello"}`},
+		{"/v1/completions", `{"model":"m","prompt":"Say hi"}`},
+	} {
+		first := f.do(t, "POST", tc.path, tc.body, h...)
+		second := f.do(t, "POST", tc.path, tc.body, h...)
+		if first.status != 200 || first.header.Get(HeaderCacheStatus) != "MISS" || second.header.Get(HeaderCacheStatus) != "HIT" || string(first.body) != string(second.body) {
+			t.Fatalf("%s: %d %q %s / %q %s", tc.path, first.status, first.header.Get(HeaderCacheStatus), first.body, second.header.Get(HeaderCacheStatus), second.body)
+		}
+	}
+	if up.calls.Load() != 2 {
+		t.Fatalf("upstream called %d times, want 2", up.calls.Load())
+	}
+}
