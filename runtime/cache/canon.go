@@ -4,15 +4,17 @@ import (
 	"bytes"
 	"errors"
 	"slices"
+
+	"github.com/llmgw/gateway/runtime/internal/jsonstr"
 )
 
 // maxDepth bounds the nesting of a body the canonicaliser accepts; deeper bodies are not cached.
-const maxDepth = 256
+const maxDepth = jsonstr.MaxDepth
 
 var (
-	errSyntax    = errors.New("cache: body is not valid JSON")
+	errSyntax    = jsonstr.ErrSyntax
 	errNotObject = errors.New("cache: body is not a JSON object")
-	errTooDeep   = errors.New("cache: body nests too deep")
+	errTooDeep   = jsonstr.ErrTooDeep
 )
 
 // canon writes the canonical form of JSON values: no insignificant white space, the members of every object
@@ -31,21 +33,12 @@ type canon struct {
 // member is one member written to out: its key (with the quotes) is out[k0:k1], the whole member out[k0:end].
 type member struct{ k0, k1, end int }
 
-func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
-
-func skipSpace(b []byte, i int) int {
-	for i < len(b) && isSpace(b[i]) {
-		i++
-	}
-	return i
-}
-
 // topObject writes the canonical form of the object b, which must be a JSON object and nothing else, leaving
 // out the top-level members for which skip(key) is true (key as written, with its quotes).
 func (c *canon) topObject(b []byte, skip func(key []byte) bool) error {
-	i := skipSpace(b, 0)
+	i := jsonstr.SkipSpace(b, 0)
 	if i == len(b) || b[i] != '{' {
-		if _, err := scanValue(b, i, 0); err != nil {
+		if _, err := jsonstr.ScanValue(b, i, 0); err != nil {
 			return err
 		}
 		return errNotObject
@@ -54,7 +47,7 @@ func (c *canon) topObject(b []byte, skip func(key []byte) bool) error {
 	if err != nil {
 		return err
 	}
-	if skipSpace(b, end) != len(b) {
+	if jsonstr.SkipSpace(b, end) != len(b) {
 		return errSyntax
 	}
 	return nil
@@ -73,7 +66,7 @@ func (c *canon) value(b []byte, i, depth int) (int, error) {
 			return 0, errTooDeep
 		}
 		c.out = append(c.out, '[')
-		i = skipSpace(b, i+1)
+		i = jsonstr.SkipSpace(b, i+1)
 		if i < len(b) && b[i] == ']' {
 			c.out = append(c.out, ']')
 			return i + 1, nil
@@ -83,7 +76,7 @@ func (c *canon) value(b []byte, i, depth int) (int, error) {
 			if err != nil {
 				return 0, err
 			}
-			i = skipSpace(b, end)
+			i = jsonstr.SkipSpace(b, end)
 			if i >= len(b) {
 				return 0, errSyntax
 			}
@@ -95,17 +88,17 @@ func (c *canon) value(b []byte, i, depth int) (int, error) {
 				return 0, errSyntax
 			}
 			c.out = append(c.out, ',')
-			i = skipSpace(b, i+1)
+			i = jsonstr.SkipSpace(b, i+1)
 		}
 	case '"':
-		end, err := scanString(b, i)
+		end, err := jsonstr.ScanString(b, i)
 		if err != nil {
 			return 0, err
 		}
 		c.out = append(c.out, b[i:end]...)
 		return end, nil
 	default:
-		end, err := scanValue(b, i, depth)
+		end, err := jsonstr.ScanValue(b, i, depth)
 		if err != nil {
 			return 0, err
 		}
@@ -124,7 +117,7 @@ func (c *canon) object(b []byte, i, depth int, skip func(key []byte) bool) (int,
 	start := len(c.out)
 	base := len(c.members)
 	defer func() { c.members = c.members[:base] }()
-	i = skipSpace(b, i+1)
+	i = jsonstr.SkipSpace(b, i+1)
 	if i < len(b) && b[i] == '}' {
 		c.out = append(c.out, '}')
 		return i + 1, nil
@@ -133,12 +126,12 @@ func (c *canon) object(b []byte, i, depth int, skip func(key []byte) bool) (int,
 		if i >= len(b) || b[i] != '"' {
 			return 0, errSyntax
 		}
-		kend, err := scanString(b, i)
+		kend, err := jsonstr.ScanString(b, i)
 		if err != nil {
 			return 0, err
 		}
 		key := b[i:kend]
-		i = skipSpace(b, kend)
+		i = jsonstr.SkipSpace(b, kend)
 		if i >= len(b) || b[i] != ':' {
 			return 0, errSyntax
 		}
@@ -148,7 +141,7 @@ func (c *canon) object(b []byte, i, depth int, skip func(key []byte) bool) (int,
 		}
 		k0 := len(c.out)
 		c.out = append(append(c.out, key...), ':')
-		end, err := c.value(b, skipSpace(b, i+1), depth+1)
+		end, err := c.value(b, jsonstr.SkipSpace(b, i+1), depth+1)
 		if err != nil {
 			return 0, err
 		}
@@ -157,7 +150,7 @@ func (c *canon) object(b []byte, i, depth int, skip func(key []byte) bool) (int,
 		} else {
 			c.members = append(c.members, member{k0, k0 + len(key), len(c.out)})
 		}
-		i = skipSpace(b, end)
+		i = jsonstr.SkipSpace(b, end)
 		if i >= len(b) {
 			return 0, errSyntax
 		}
@@ -167,7 +160,7 @@ func (c *canon) object(b []byte, i, depth int, skip func(key []byte) bool) (int,
 		if b[i] != ',' {
 			return 0, errSyntax
 		}
-		i = skipSpace(b, i+1)
+		i = jsonstr.SkipSpace(b, i+1)
 	}
 	c.sortMembers(start, c.members[base:])
 	c.out = append(c.out, '}')
@@ -201,26 +194,26 @@ func eachMember(b []byte, i, depth int, fn func(k0, k1, v0, v1 int) error) (int,
 	if depth >= maxDepth {
 		return 0, errTooDeep
 	}
-	end, err := scanValue(b, i, depth)
+	end, err := jsonstr.ScanValue(b, i, depth)
 	if err != nil {
 		return 0, err
 	}
-	i = skipSpace(b, i+1)
+	i = jsonstr.SkipSpace(b, i+1)
 	if b[i] == '}' {
 		return end, nil
 	}
 	for {
-		k1, _ := scanString(b, i)
-		v0 := skipSpace(b, skipSpace(b, k1)+1)
-		v1, _ := scanValue(b, v0, depth+1)
+		k1, _ := jsonstr.ScanString(b, i)
+		v0 := jsonstr.SkipSpace(b, jsonstr.SkipSpace(b, k1)+1)
+		v1, _ := jsonstr.ScanValue(b, v0, depth+1)
 		if err := fn(i, k1, v0, v1); err != nil {
 			return 0, err
 		}
-		i = skipSpace(b, v1)
+		i = jsonstr.SkipSpace(b, v1)
 		if b[i] == '}' {
 			return end, nil
 		}
-		i = skipSpace(b, i+1)
+		i = jsonstr.SkipSpace(b, i+1)
 	}
 }
 
@@ -229,176 +222,23 @@ func eachElement(b []byte, i, depth int, fn func(v0, v1 int) error) (int, error)
 	if i >= len(b) || b[i] != '[' {
 		return 0, errSyntax
 	}
-	end, err := scanValue(b, i, depth)
+	end, err := jsonstr.ScanValue(b, i, depth)
 	if err != nil {
 		return 0, err
 	}
-	i = skipSpace(b, i+1)
+	i = jsonstr.SkipSpace(b, i+1)
 	if b[i] == ']' {
 		return end, nil
 	}
 	for {
-		v1, _ := scanValue(b, i, depth+1)
+		v1, _ := jsonstr.ScanValue(b, i, depth+1)
 		if err := fn(i, v1); err != nil {
 			return 0, err
 		}
-		i = skipSpace(b, v1)
+		i = jsonstr.SkipSpace(b, v1)
 		if b[i] == ']' {
 			return end, nil
 		}
-		i = skipSpace(b, i+1)
+		i = jsonstr.SkipSpace(b, i+1)
 	}
-}
-
-// scanValue checks the syntax of the value at b[i:] and returns its end.
-func scanValue(b []byte, i, depth int) (int, error) {
-	if i >= len(b) {
-		return 0, errSyntax
-	}
-	switch c := b[i]; {
-	case c == '"':
-		return scanString(b, i)
-	case c == '{' || c == '[':
-		if depth >= maxDepth {
-			return 0, errTooDeep
-		}
-		close := byte('}')
-		if c == '[' {
-			close = ']'
-		}
-		i = skipSpace(b, i+1)
-		if i < len(b) && b[i] == close {
-			return i + 1, nil
-		}
-		for {
-			if c == '{' {
-				if i >= len(b) || b[i] != '"' {
-					return 0, errSyntax
-				}
-				end, err := scanString(b, i)
-				if err != nil {
-					return 0, err
-				}
-				i = skipSpace(b, end)
-				if i >= len(b) || b[i] != ':' {
-					return 0, errSyntax
-				}
-				i = skipSpace(b, i+1)
-			}
-			end, err := scanValue(b, i, depth+1)
-			if err != nil {
-				return 0, err
-			}
-			i = skipSpace(b, end)
-			if i >= len(b) {
-				return 0, errSyntax
-			}
-			if b[i] == close {
-				return i + 1, nil
-			}
-			if b[i] != ',' {
-				return 0, errSyntax
-			}
-			i = skipSpace(b, i+1)
-		}
-	case c == '-' || c >= '0' && c <= '9':
-		return scanNumber(b, i)
-	case c == 't':
-		return scanLiteral(b, i, "true")
-	case c == 'f':
-		return scanLiteral(b, i, "false")
-	case c == 'n':
-		return scanLiteral(b, i, "null")
-	}
-	return 0, errSyntax
-}
-
-func scanLiteral(b []byte, i int, lit string) (int, error) {
-	if len(b)-i < len(lit) || string(b[i:i+len(lit)]) != lit {
-		return 0, errSyntax
-	}
-	return i + len(lit), nil
-}
-
-// plain marks the bytes a string may hold as they are: not a quote, a backslash or a control character.
-var plain = func() (t [256]bool) {
-	for c := 0x20; c < 256; c++ {
-		t[c] = c != '"' && c != '\\'
-	}
-	return t
-}()
-
-// scanString checks the string at b[i] == '"' and returns the position after its closing quote.
-func scanString(b []byte, i int) (int, error) {
-	for i++; i < len(b); i++ {
-		for i < len(b) && plain[b[i]] {
-			i++
-		}
-		if i >= len(b) {
-			break
-		}
-		switch b[i] {
-		case '"':
-			return i + 1, nil
-		case '\\':
-			i++
-			if i >= len(b) {
-				return 0, errSyntax
-			}
-			switch b[i] {
-			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
-			case 'u':
-				if len(b)-i <= 4 {
-					return 0, errSyntax
-				}
-				for _, h := range b[i+1 : i+5] {
-					if !(h >= '0' && h <= '9' || h >= 'a' && h <= 'f' || h >= 'A' && h <= 'F') {
-						return 0, errSyntax
-					}
-				}
-				i += 4
-			default:
-				return 0, errSyntax
-			}
-		default:
-			return 0, errSyntax // a control character
-		}
-	}
-	return 0, errSyntax
-}
-
-// scanNumber checks the number at b[i:] against JSON's grammar and returns its end.
-func scanNumber(b []byte, i int) (int, error) {
-	if b[i] == '-' {
-		i++
-	}
-	digits := func() bool {
-		start := i
-		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
-			i++
-		}
-		return i > start
-	}
-	switch {
-	case i < len(b) && b[i] == '0':
-		i++
-	case !digits():
-		return 0, errSyntax
-	}
-	if i < len(b) && b[i] == '.' {
-		i++
-		if !digits() {
-			return 0, errSyntax
-		}
-	}
-	if i < len(b) && (b[i] == 'e' || b[i] == 'E') {
-		i++
-		if i < len(b) && (b[i] == '+' || b[i] == '-') {
-			i++
-		}
-		if !digits() {
-			return 0, errSyntax
-		}
-	}
-	return i, nil
 }

@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 	"sync"
+
+	"github.com/llmgw/gateway/runtime/internal/jsonstr"
 )
 
 // Target is the resolved provider of a request: the provider identifier (openai, anthropic, ...) and the base
@@ -94,7 +96,7 @@ func Partition(workspaceID string, t Target, endpoint string, body []byte, names
 	if err := c.topObject(body, skipStreamAndMessages); err != nil {
 		return PartitionKey{}, "", false
 	}
-	top := skipSpace(body, 0)
+	top := jsonstr.SkipSpace(body, 0)
 	m0, m1 := -1, -1
 	if _, err := eachMember(body, top, 0, func(k0, k1, v0, v1 int) error {
 		if string(body[k0:k1]) == `"messages"` {

@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/llmgw/gateway/runtime/internal/jsonstr"
 )
 
 // Limits of a recorded stream. A stream beyond them still passes through; it is just not cached.
@@ -235,7 +237,7 @@ func (a *assembler) add(data []byte) bool {
 	if a.size > MaxAnswerSize {
 		return false
 	}
-	i := skipSpace(data, 0)
+	i := jsonstr.SkipSpace(data, 0)
 	if i >= len(data) || data[i] != '{' {
 		return false
 	}
@@ -264,7 +266,7 @@ func (a *assembler) add(data []byte) bool {
 		}
 		return nil
 	})
-	if err != nil || skipSpace(data, end) != len(data) || !isNull(errv) {
+	if err != nil || jsonstr.SkipSpace(data, end) != len(data) || !isNull(errv) {
 		return false
 	}
 	if isNull(choices) && isNull(usage) {
@@ -272,7 +274,7 @@ func (a *assembler) add(data []byte) bool {
 	}
 	ok := true
 	if a.id == "" && !isNull(id) {
-		a.id, ok = unquote(id)
+		a.id, ok = jsonstr.Unquote(id)
 	}
 	if a.created == 0 && !isNull(created) {
 		a.created, err = strconv.ParseInt(string(created), 10, 64)
@@ -280,12 +282,12 @@ func (a *assembler) add(data []byte) bool {
 	}
 	if a.model == "" && !isNull(model) {
 		var m string
-		m, ok2 := unquote(model)
+		m, ok2 := jsonstr.Unquote(model)
 		a.model, ok = m, ok && ok2
 	}
 	if !isNull(fingerprint) {
 		var f string
-		f, ok2 := unquote(fingerprint)
+		f, ok2 := jsonstr.Unquote(fingerprint)
 		ok = ok && ok2
 		if f != "" {
 			a.fingerprint = f
@@ -293,7 +295,7 @@ func (a *assembler) add(data []byte) bool {
 	}
 	if !isNull(tier) {
 		var t string
-		t, ok2 := unquote(tier)
+		t, ok2 := jsonstr.Unquote(tier)
 		ok = ok && ok2
 		if t != "" {
 			a.serviceTier = t
@@ -366,7 +368,7 @@ func (a *assembler) addChoice(ch []byte, text, unknown bool) bool {
 	}
 	c := a.choice(n)
 	if !isNull(finish) {
-		f, ok := unquote(finish)
+		f, ok := jsonstr.Unquote(finish)
 		if !ok {
 			return false
 		}
@@ -378,7 +380,7 @@ func (a *assembler) addChoice(ch []byte, text, unknown bool) bool {
 	if kind == kindText {
 		if !isNull(txt) {
 			c.hasContent = true
-			return appendUnquote(&c.content, txt)
+			return jsonstr.AppendUnquote(&c.content, txt)
 		}
 		return true
 	}
@@ -406,9 +408,9 @@ func (c *choiceAsm) addDelta(delta []byte) bool {
 		ok := true
 		switch string(key) {
 		case `"role"`:
-			c.role, ok = unquote(val)
+			c.role, ok = jsonstr.Unquote(val)
 		case `"content"`:
-			ok = appendUnquote(&c.content, val)
+			ok = jsonstr.AppendUnquote(&c.content, val)
 			c.hasContent = true
 		case `"tool_calls"`:
 			ok = val[0] == '['
@@ -430,7 +432,7 @@ func (c *choiceAsm) addDelta(delta []byte) bool {
 				c.extras = append(c.extras, &extraField{key: string(key)})
 				i = len(c.extras) - 1
 			}
-			ok = appendUnquote(&c.extras[i].text, val)
+			ok = jsonstr.AppendUnquote(&c.extras[i].text, val)
 		}
 		if !ok {
 			return errStop
@@ -453,7 +455,7 @@ func (c *choiceAsm) addTool(d []byte) bool {
 		if isNull(v) {
 			return ""
 		}
-		s, good := unquote(v)
+		s, good := jsonstr.Unquote(v)
 		ok = ok && good
 		return s
 	}
@@ -575,7 +577,7 @@ func (a *assembler) build() ([]byte, bool) {
 	var b bytes.Buffer
 	b.Grow(a.size + 256)
 	b.WriteString(`{"id":`)
-	b.Write(appendString(b.AvailableBuffer(), a.id))
+	b.Write(jsonstr.AppendString(b.AvailableBuffer(), a.id))
 	object := "chat.completion"
 	if a.kind == kindText {
 		object = "text_completion"
@@ -583,7 +585,7 @@ func (a *assembler) build() ([]byte, bool) {
 	b.WriteString(`,"object":"` + object + `","created":`)
 	b.Write(strconv.AppendInt(b.AvailableBuffer(), a.created, 10))
 	b.WriteString(`,"model":`)
-	b.Write(appendString(b.AvailableBuffer(), a.model))
+	b.Write(jsonstr.AppendString(b.AvailableBuffer(), a.model))
 	b.WriteString(`,"choices":[`)
 	for i, c := range a.choices {
 		if i > 0 {
@@ -593,14 +595,14 @@ func (a *assembler) build() ([]byte, bool) {
 		b.Write(strconv.AppendInt(b.AvailableBuffer(), int64(c.index), 10))
 		if a.kind == kindText {
 			b.WriteString(`,"text":`)
-			b.Write(appendString(b.AvailableBuffer(), c.content.String()))
+			b.Write(jsonstr.AppendString(b.AvailableBuffer(), c.content.String()))
 		} else {
 			c.writeMessage(&b)
 		}
 		b.WriteString(`,"logprobs":`)
 		c.writeLogprobs(&b)
 		b.WriteString(`,"finish_reason":`)
-		b.Write(appendString(b.AvailableBuffer(), *c.finish))
+		b.Write(jsonstr.AppendString(b.AvailableBuffer(), *c.finish))
 		b.WriteByte('}')
 	}
 	b.WriteByte(']')
@@ -610,11 +612,11 @@ func (a *assembler) build() ([]byte, bool) {
 	}
 	if a.serviceTier != "" {
 		b.WriteString(`,"service_tier":`)
-		b.Write(appendString(b.AvailableBuffer(), a.serviceTier))
+		b.Write(jsonstr.AppendString(b.AvailableBuffer(), a.serviceTier))
 	}
 	if a.fingerprint != "" {
 		b.WriteString(`,"system_fingerprint":`)
-		b.Write(appendString(b.AvailableBuffer(), a.fingerprint))
+		b.Write(jsonstr.AppendString(b.AvailableBuffer(), a.fingerprint))
 	}
 	b.WriteByte('}')
 	return b.Bytes(), true
@@ -626,10 +628,10 @@ func (c *choiceAsm) writeMessage(b *bytes.Buffer) {
 		role = "assistant"
 	}
 	b.WriteString(`,"message":{"role":`)
-	b.Write(appendString(b.AvailableBuffer(), role))
+	b.Write(jsonstr.AppendString(b.AvailableBuffer(), role))
 	b.WriteString(`,"content":`)
 	if c.hasContent {
-		b.Write(appendString(b.AvailableBuffer(), c.content.String()))
+		b.Write(jsonstr.AppendString(b.AvailableBuffer(), c.content.String()))
 	} else {
 		b.WriteString("null")
 	}
@@ -637,7 +639,7 @@ func (c *choiceAsm) writeMessage(b *bytes.Buffer) {
 		b.WriteByte(',')
 		b.WriteString(e.key)
 		b.WriteByte(':')
-		b.Write(appendString(b.AvailableBuffer(), e.text.String()))
+		b.Write(jsonstr.AppendString(b.AvailableBuffer(), e.text.String()))
 	}
 	if len(c.tools) > 0 {
 		slices.SortFunc(c.tools, func(x, y *toolAsm) int { return x.index - y.index })
@@ -651,13 +653,13 @@ func (c *choiceAsm) writeMessage(b *bytes.Buffer) {
 				typ = "function"
 			}
 			b.WriteString(`{"id":`)
-			b.Write(appendString(b.AvailableBuffer(), t.id))
+			b.Write(jsonstr.AppendString(b.AvailableBuffer(), t.id))
 			b.WriteString(`,"type":`)
-			b.Write(appendString(b.AvailableBuffer(), typ))
+			b.Write(jsonstr.AppendString(b.AvailableBuffer(), typ))
 			b.WriteString(`,"function":{"name":`)
-			b.Write(appendString(b.AvailableBuffer(), t.name))
+			b.Write(jsonstr.AppendString(b.AvailableBuffer(), t.name))
 			b.WriteString(`,"arguments":`)
-			b.Write(appendString(b.AvailableBuffer(), t.args.String()))
+			b.Write(jsonstr.AppendString(b.AvailableBuffer(), t.args.String()))
 			b.WriteString("}}")
 		}
 		b.WriteByte(']')

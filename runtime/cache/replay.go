@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+
+	"github.com/llmgw/gateway/runtime/internal/jsonstr"
 )
 
 // ErrNotReplayable is returned by Replay for a stored answer that is not a chat.completion or text_completion
@@ -86,7 +88,7 @@ type storedChoice struct {
 // parse reads a stored answer with the package's JSON scanner (checking its syntax once) rather than
 // encoding/json: a replay runs on every cache hit of a streamed request.
 func (a *storedAnswer) parse(b []byte) error {
-	i := skipSpace(b, 0)
+	i := jsonstr.SkipSpace(b, 0)
 	if i >= len(b) || b[i] != '{' {
 		return errNotObject
 	}
@@ -147,7 +149,7 @@ func (a *storedAnswer) parse(b []byte) error {
 	if err != nil {
 		return err
 	}
-	if skipSpace(b, end) != len(b) {
+	if jsonstr.SkipSpace(b, end) != len(b) {
 		return errSyntax
 	}
 	return nil
@@ -197,7 +199,7 @@ func appendCompact(b, v []byte) []byte {
 			}
 		case c == '"':
 			inString = true
-		case isSpace(c):
+		case jsonstr.IsSpace(c):
 			b = append(b, v[start:i]...)
 			start = i + 1
 		}

@@ -1,5 +1,7 @@
-// Package jsonstr writes JSON strings without encoding/json's allocations, for the packages of runtime that
-// build JSON by hand on hot paths (cache replay, prompt rendering).
+// Package jsonstr writes, reads and skims JSON without encoding/json's reflection and allocations, for the
+// packages of runtime that handle JSON by hand on hot paths: the stream translators, the cache (keys, stream
+// recording, replay), the rate limiter (a body's model) and prompt rendering. ScanValue validates as it
+// skims; Unquote decodes a string literal as encoding/json does.
 package jsonstr
 
 import "unicode/utf8"

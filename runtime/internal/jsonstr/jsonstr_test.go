@@ -1,7 +1,9 @@
 package jsonstr
 
 import (
+	"bytes"
 	"encoding/json"
+	"strings"
 	"testing"
 )
 
@@ -23,4 +25,36 @@ func TestAppendStringRoundTrips(t *testing.T) {
 	if got := string(AppendString(nil, "<&>")); got != `"<&>"` {
 		t.Errorf("HTML characters escaped: %s", got)
 	}
+}
+
+func TestAppendString(t *testing.T) {
+	for _, s := range []string{"", "plain", "q\"b\\", "\n\r\t\x00\x1f\x7f", "<a&b>", "é✓😀", "\xff\xfe", "a\u2028b\u2029", string([]byte{0xe2, 0x82})} {
+		var want bytes.Buffer
+		enc := json.NewEncoder(&want)
+		enc.SetEscapeHTML(false)
+		enc.Encode(s)
+		if got := AppendString(nil, s); string(got) != strings.TrimSuffix(want.String(), "\n") {
+			t.Errorf("AppendString(%q) = %s, encoding/json gives %s", s, got, want.String())
+		}
+	}
+}
+
+// FuzzUnquote checks Unquote against encoding/json.
+func FuzzUnquote(f *testing.F) {
+	for _, s := range []string{`""`, `"plain"`, `"a\nb\u00e9\ud83d\ude00"`, `"\ud800x"`, `"\udc00\ud800"`, "\"\xff\xfe\"", `"\/\b\f\r\t\\\""`, `"\u12"`, `"x`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, q []byte) {
+		var want string
+		wantErr := json.Unmarshal(q, &want)
+		if _, err := ScanString(q, 0); len(q) == 0 || q[0] != '"' || err != nil {
+			return // callers only unquote what ScanString accepted
+		} else if end, _ := ScanString(q, 0); end != len(q) {
+			return
+		}
+		got, ok := Unquote(q)
+		if wantErr != nil || !ok || got != want {
+			t.Fatalf("Unquote(%q) = %q, %v; encoding/json: %q, %v", q, got, ok, want, wantErr)
+		}
+	})
 }

@@ -1,27 +1,25 @@
-package cache
+package jsonstr
 
 import (
 	"strings"
 	"unicode"
 	"unicode/utf16"
 	"unicode/utf8"
-
-	"github.com/llmgw/gateway/runtime/internal/jsonstr"
 )
 
-// unquote decodes the JSON string literal q as encoding/json does (invalid UTF-8 and lone surrogates become
+// Unquote decodes the JSON string literal q as encoding/json does (invalid UTF-8 and lone surrogates become
 // U+FFFD). It reports false when q is not a string literal.
-func unquote(q []byte) (string, bool) {
-	if len(q) >= 2 && q[0] == '"' && q[len(q)-1] == '"' && plainString(q[1:len(q)-1]) {
+func Unquote(q []byte) (string, bool) {
+	if len(q) >= 2 && q[0] == '"' && q[len(q)-1] == '"' && PlainString(q[1:len(q)-1]) {
 		return string(q[1 : len(q)-1]), true
 	}
 	var sb strings.Builder
-	ok := appendUnquote(&sb, q)
+	ok := AppendUnquote(&sb, q)
 	return sb.String(), ok
 }
 
-// plainString reports whether s needs no decoding: no escape, no control character, valid UTF-8.
-func plainString(s []byte) bool {
+// PlainString reports whether s needs no decoding: no escape, no control character, valid UTF-8.
+func PlainString(s []byte) bool {
 	for i := 0; i < len(s); {
 		c := s[i]
 		if c < utf8.RuneSelf {
@@ -40,8 +38,8 @@ func plainString(s []byte) bool {
 	return true
 }
 
-// appendUnquote decodes the JSON string literal q onto sb, as unquote does.
-func appendUnquote(sb *strings.Builder, q []byte) bool {
+// AppendUnquote decodes the JSON string literal q onto sb, as unquote does.
+func AppendUnquote(sb *strings.Builder, q []byte) bool {
 	if len(q) < 2 || q[0] != '"' || q[len(q)-1] != '"' {
 		return false
 	}
@@ -56,7 +54,7 @@ func appendUnquote(sb *strings.Builder, q []byte) bool {
 				return false
 			}
 			switch e := s[i+1]; e {
-			case '"', '\\', '/', '\'':
+			case '"', '\\', '/':
 				sb.WriteByte(e)
 				i += 2
 			case 'b':
@@ -136,6 +134,3 @@ func hex4(s []byte) rune {
 	}
 	return r
 }
-
-// appendString appends s as a JSON string (jsonstr.AppendString).
-func appendString(b []byte, s string) []byte { return jsonstr.AppendString(b, s) }
