@@ -311,7 +311,9 @@ func (s *Store) Initialize() (secret string, err error) {
 		b.Close()
 		return "", err
 	}
-	if err := s.commit(b); err != nil {
+	err = s.commit(b)
+	s.Workspaces.cache.forget(string(key(tableWorkspace, ws.ID)))
+	if err != nil {
 		return "", err
 	}
 	s.APIKeys.remember(s.keys.hashAPIKey(secret), k)

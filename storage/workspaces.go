@@ -1,6 +1,7 @@
 package storage
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 
@@ -9,14 +10,27 @@ import (
 )
 
 // WorkspaceStore holds workspaces and their slug index.
-type WorkspaceStore struct{ s *Store }
+type WorkspaceStore struct {
+	s     *Store
+	cache readCache[[]byte] // encoded records: the semantic cache reads its workspace's settings per request
+}
 
-// Get returns the workspace with the given ID.
+// Get returns the workspace with the given ID. The encoded record is kept in memory after the first read;
+// each Get decodes its own copy.
 func (w *WorkspaceStore) Get(id string) (*Workspace, error) {
 	if !ValidID(id) {
 		return nil, ErrNotFound
 	}
-	return getJSON[Workspace](w.s, key(tableWorkspace, id))
+	k := key(tableWorkspace, id)
+	raw, err := w.cache.get(string(k), func() ([]byte, error) { return w.s.get(k) })
+	if err != nil {
+		return nil, err
+	}
+	ws := new(Workspace)
+	if err := json.Unmarshal(raw, ws); err != nil {
+		return nil, fmt.Errorf("storage: decode %s: %w", k, err)
+	}
+	return ws, nil
 }
 
 // Resolve returns the workspace named by ref, a workspace ID or slug.
@@ -57,7 +71,9 @@ func (w *WorkspaceStore) Put(ws *Workspace) (changed bool, err error) {
 		b.Close()
 		return false, err
 	}
-	return changed, w.s.commit(b)
+	err = w.s.commit(b)
+	w.cache.forget(string(key(tableWorkspace, ws.ID))) // after the commit: a read racing it is dropped, not kept
+	return changed, err
 }
 
 // stage adds the writes of Put to b. The caller holds writeMu.
