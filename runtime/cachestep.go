@@ -107,9 +107,9 @@ func (e *Engine) cachedOutcome(req *Request, ws string, key cache.Key, now time.
 	if !ok {
 		return nil
 	}
-	out := &outcome{status: a.Status, header: http.Header{"Content-Type": {a.ContentType}}, cacheStatus: status}
-	if a.ContentType == "" {
-		out.header = jsonContentType
+	out := &outcome{status: a.Status, header: jsonContentType, cacheStatus: status}
+	if a.ContentType != "application/json" { // put always records one
+		out.header = http.Header{"Content-Type": {a.ContentType}}
 	}
 	if !req.Stream {
 		out.body = a.Body

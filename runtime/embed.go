@@ -58,13 +58,11 @@ func (e *Engine) embed(ctx context.Context, st *state, t *providers.Target, adap
 		if !strings.HasPrefix(ref, "@") {
 			ref = "@" + ref
 		}
-		var gerr error
-		var et *providers.Target
-		et, adapter, _, gerr = e.resolveEmbeddingTarget(ctx, st, ref)
+		et, ea, _, gerr := e.resolveTarget(ctx, st.req, &config.Node{Path: "semantic_cache", Provider: ref})
 		if gerr != nil {
 			return nil, gerr
 		}
-		t = et
+		t, adapter = et, ea
 	}
 	model := s.EmbeddingModel
 	if model == "" {
@@ -96,15 +94,6 @@ func (e *Engine) embed(ctx context.Context, st *state, t *providers.Target, adap
 		return nil, fmt.Errorf("embeddings answer of %s holds no vector", t.Provider)
 	}
 	return list.Data[0].Embedding, nil
-}
-
-// resolveEmbeddingTarget resolves the workspace's embeddings provider the way a config target naming it would be.
-func (e *Engine) resolveEmbeddingTarget(ctx context.Context, st *state, ref string) (*providers.Target, providers.Adapter, string, error) {
-	t, adapter, key, gerr := e.resolveTarget(ctx, st.req, &config.Node{Path: "semantic_cache", Provider: ref})
-	if gerr != nil {
-		return nil, nil, "", gerr
-	}
-	return t, adapter, key, nil
 }
 
 func truncate(b []byte, n int) string {

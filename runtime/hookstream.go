@@ -57,17 +57,9 @@ func (h *hookStream) line(line []byte) {
 		return
 	}
 	if isData {
-		var chunk struct {
-			Choices []struct {
-				Delta struct {
-					Content string `json:"content"`
-				} `json:"delta"`
-				Text string `json:"text"`
-			} `json:"choices"`
-		}
+		var chunk streamChunk
 		if json.Unmarshal(payload, &chunk) == nil && len(chunk.Choices) > 0 {
-			h.text.WriteString(chunk.Choices[0].Delta.Content)
-			h.text.WriteString(chunk.Choices[0].Text)
+			h.text.WriteString(chunk.text(0))
 		}
 	}
 	h.pending.Write(line)

@@ -38,6 +38,21 @@ func (u *wireUsage) total() int64 {
 	return u.PromptTokens + u.CompletionTokens
 }
 
+// streamChunk is what the gateway reads of an OpenAI stream chunk (chat or text completion): the text of
+// its choices and its usage.
+type streamChunk struct {
+	Choices []struct {
+		Delta struct {
+			Content string `json:"content"`
+		} `json:"delta"`
+		Text string `json:"text"`
+	} `json:"choices"`
+	Usage *wireUsage `json:"usage"`
+}
+
+// text is the text choice i adds: a chat delta's content, or a text completion's text.
+func (c *streamChunk) text(i int) string { return c.Choices[i].Delta.Content + c.Choices[i].Text }
+
 // estimateTokens is the fallback count when a streamed answer reports no usage (OpenAI sends usage on streams
 // only when stream_options.include_usage asks for it): about four bytes of text a token, for the request
 // body and for the answer's text. Rough, but a tokens policy must not let unreported streams through free.
@@ -93,20 +108,12 @@ func (u *usageStream) observe(line []byte) {
 	if len(payload) == 0 || payload[0] != '{' {
 		return
 	}
-	var chunk struct {
-		Choices []struct {
-			Delta struct {
-				Content string `json:"content"`
-			} `json:"delta"`
-			Text string `json:"text"`
-		} `json:"choices"`
-		Usage *wireUsage `json:"usage"`
-	}
+	var chunk streamChunk
 	if json.Unmarshal(payload, &chunk) != nil {
 		return
 	}
-	for _, c := range chunk.Choices {
-		u.textBytes += len(c.Delta.Content) + len(c.Text)
+	for i := range chunk.Choices {
+		u.textBytes += len(chunk.text(i))
 	}
 	if chunk.Usage != nil {
 		u.usage, u.seenUsage = chunk.Usage.total(), true
