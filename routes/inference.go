@@ -48,26 +48,41 @@ func (s *Server) inference(ep providers.Endpoint) fiber.Handler {
 		if stream && ep == providers.Embeddings {
 			return gwerr.BadRequest("stream", "embeddings cannot be streamed")
 		}
-		req := &runtime.Request{Endpoint: ep, URLPath: strings.Clone(c.Path()), Body: bytes.Clone(body), Stream: stream,
-			Key: callerKey(c), TraceID: ensureTraceID(c)}
-		req.Header = func(name string) string { return c.Get(name) }
-		if err := readGatewayHeaders(c, req); err != nil {
-			return err
-		}
-		ctx, cancel := c.UserContext(), noCancel
-		if stream {
-			// A stream outlives the handler: its context ends when the stream writer is done with it. A whole
-			// answer has been read to its end inside Do, so it needs no context of its own.
-			ctx, cancel = context.WithCancel(ctx)
-		}
-		resp, err := s.engine.Do(ctx, req)
-		req.Header = nil // c.Get must not be called once the handler has returned
+		req, err := newEngineRequest(c, ep, bytes.Clone(body), stream)
 		if err != nil {
-			cancel()
 			return err
 		}
-		return s.send(c, req, resp, cancel, nil)
+		return s.run(c, req, nil)
 	}
+}
+
+// newEngineRequest makes the engine request of an inference call: the body, the caller's key and trace ID,
+// and the gateway headers.
+func newEngineRequest(c *fiber.Ctx, ep providers.Endpoint, body []byte, stream bool) (*runtime.Request, error) {
+	req := &runtime.Request{Endpoint: ep, URLPath: strings.Clone(c.Path()), Body: body, Stream: stream,
+		Key: callerKey(c), TraceID: ensureTraceID(c)}
+	if err := readGatewayHeaders(c, req); err != nil {
+		return nil, err
+	}
+	return req, nil
+}
+
+// run sends the request through the engine and writes its answer (see send).
+func (s *Server) run(c *fiber.Ctx, req *runtime.Request, wrap func(c *fiber.Ctx, resp *runtime.Response) []byte) error {
+	ctx, cancel := c.UserContext(), noCancel
+	if req.Stream {
+		// A stream outlives the handler: its context ends when the stream writer is done with it. A whole
+		// answer has been read to its end inside Do, so it needs no context of its own.
+		ctx, cancel = context.WithCancel(ctx)
+	}
+	req.Header = func(name string) string { return c.Get(name) }
+	resp, err := s.engine.Do(ctx, req)
+	req.Header = nil // c.Get must not be called once the handler has returned
+	if err != nil {
+		cancel()
+		return err
+	}
+	return s.send(c, req, resp, cancel, wrap)
 }
 
 // send writes an engine answer: the gateway headers, then the body, or the stream event by event. wrap, when

@@ -2,7 +2,6 @@ package routes
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"errors"
 	"net/http"
@@ -155,10 +154,8 @@ func (s *Server) promptCompletion(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	req := &runtime.Request{Endpoint: providers.ChatCompletions, URLPath: strings.Clone(c.Path()), Body: body,
-		Stream: call.stream, Key: key, TraceID: ensureTraceID(c)}
-	req.Header = func(name string) string { return c.Get(name) }
-	if err := readGatewayHeaders(c, req); err != nil {
+	req, err := newEngineRequest(c, providers.ChatCompletions, body, call.stream)
+	if err != nil {
 		return err
 	}
 	// The template's target, when it names one, is where the completion goes; a caller's x-gateway-config
@@ -184,14 +181,7 @@ func (s *Server) promptCompletion(c *fiber.Ctx) error {
 		}
 		return render(other, call)
 	}
-	ctx, cancel := context.WithCancel(c.UserContext())
-	resp, err := s.engine.Do(ctx, req)
-	req.Header = nil
-	if err != nil {
-		cancel()
-		return err
-	}
-	return s.send(c, req, resp, cancel, wrapPromptAnswer)
+	return s.run(c, req, wrapPromptAnswer)
 }
 
 // wrapPromptAnswer is SPEC.md's prompt completion response: the answer's headers (the gateway's and the
