@@ -17,6 +17,7 @@ import (
 	"github.com/llmgw/gateway/runtime/bootstrap"
 	"github.com/llmgw/gateway/runtime/config"
 	"github.com/llmgw/gateway/runtime/gwerr"
+	"github.com/llmgw/gateway/runtime/ratelimit"
 	"github.com/llmgw/gateway/storage"
 )
 
@@ -35,13 +36,6 @@ import (
 //   - Policy IDs are unique across workspaces, as in a bootstrap file: POST with an id that exists anywhere is 409.
 
 const policyObject = "policy_rate_limits"
-
-// The values policies and their filters take: the same as bootstrap's validator accepts.
-var (
-	policyTypes    = []string{"requests", "tokens"}
-	policyUnits    = []string{"rpm", "rph", "rpd"}
-	policyStatuses = []string{"active", "archived"}
-)
 
 // readOnlyPolicyFields are fields of the view that the gateway fills; a body's values for them are ignored.
 var readOnlyPolicyFields = []string{"object", "organisation_id", "created_at", "last_updated_at"}
@@ -92,15 +86,15 @@ type policyList struct {
 // of them, and how many match in all.
 func (s *Server) listPolicies(c *fiber.Ctx) error {
 	caller := callerKey(c)
-	status, err := queryEnum(c, "status", policyStatuses, "active")
+	status, err := queryEnum(c, "status", ratelimit.Statuses, "active")
 	if err != nil {
 		return err
 	}
-	typ, err := queryEnum(c, "type", policyTypes, "")
+	typ, err := queryEnum(c, "type", ratelimit.Types, "")
 	if err != nil {
 		return err
 	}
-	unit, err := queryEnum(c, "unit", policyUnits, "")
+	unit, err := queryEnum(c, "unit", ratelimit.Units, "")
 	if err != nil {
 		return err
 	}
@@ -207,7 +201,7 @@ func (s *Server) getPolicy(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	status, err := queryEnum(c, "status", policyStatuses, "active")
+	status, err := queryEnum(c, "status", ratelimit.Statuses, "active")
 	if err != nil {
 		return err
 	}

@@ -23,6 +23,7 @@ import (
 	"github.com/llmgw/gateway/runtime/gwerr"
 	"github.com/llmgw/gateway/runtime/prompt"
 	"github.com/llmgw/gateway/runtime/providers"
+	"github.com/llmgw/gateway/runtime/ratelimit"
 	"github.com/llmgw/gateway/storage"
 )
 
@@ -518,22 +519,6 @@ type TemplateError struct {
 
 func (e *TemplateError) Error() string { return joinProblems(e.Problems) }
 
-var (
-	policyTypes    = []string{"requests", "tokens"}
-	policyUnits    = []string{"rpm", "rph", "rpd"}
-	policyStatuses = []string{"active", "archived"}
-	policyKeys     = []string{"api_key", "workspace_id", "provider", "virtual_key", "model", "config"}
-)
-
-// ValidPolicyKey reports whether key may stand in a policy's conditions or group_by: one of policyKeys or
-// metadata.<name>.
-func ValidPolicyKey(key string) bool {
-	if name, ok := strings.CutPrefix(key, "metadata."); ok {
-		return name != ""
-	}
-	return contains(policyKeys, key)
-}
-
 func (o *object) oneOf(name string, allowed []string, def string) string {
 	s := o.str(name, def == "")
 	if s == "" {
@@ -598,8 +583,8 @@ func readPolicy(o *object, inFile bool) Policy {
 	if inFile {
 		pol.Workspace = o.workspaceRef()
 	}
-	pol.Type, pol.Unit = o.oneOf("type", policyTypes, ""), o.oneOf("unit", policyUnits, "")
-	pol.Status = o.oneOf("status", policyStatuses, "active")
+	pol.Type, pol.Unit = o.oneOf("type", ratelimit.Types, ""), o.oneOf("unit", ratelimit.Units, "")
+	pol.Status = o.oneOf("status", ratelimit.Statuses, "active")
 	pol.Conditions, pol.GroupBy = []storage.PolicyMatch{}, []storage.PolicyGroup{}
 	if v, ok := o.number("value", true); ok {
 		if v <= 0 {
@@ -617,8 +602,10 @@ func readPolicy(o *object, inFile bool) Policy {
 			continue
 		}
 		m := storage.PolicyMatch{Key: c.str("key", true), Value: c.str("value", true)}
-		if m.Key != "" && !ValidPolicyKey(m.Key) {
-			c.p.add(c.at("key"), "unknown key %q (known: %s, metadata.<name>)", m.Key, strings.Join(policyKeys, ", "))
+		if m.Key != "" {
+			if err := ratelimit.CheckKey(m.Key); err != nil {
+				c.p.add(c.at("key"), "%v", err)
+			}
 		}
 		c.finish()
 		pol.Conditions = append(pol.Conditions, m)
@@ -629,8 +616,10 @@ func readPolicy(o *object, inFile bool) Policy {
 			continue
 		}
 		k := storage.PolicyGroup{Key: g.str("key", true)}
-		if k.Key != "" && !ValidPolicyKey(k.Key) {
-			g.p.add(g.at("key"), "unknown key %q (known: %s, metadata.<name>)", k.Key, strings.Join(policyKeys, ", "))
+		if k.Key != "" {
+			if err := ratelimit.CheckKey(k.Key); err != nil {
+				g.p.add(g.at("key"), "%v", err)
+			}
 		}
 		g.finish()
 		pol.GroupBy = append(pol.GroupBy, k)

@@ -34,6 +34,16 @@ type attr struct {
 
 const metadataPrefix = "metadata."
 
+// The values a policy's fields may take: the one list that the limiter, the bootstrap file and the admin
+// endpoints all check against.
+var (
+	Types    = []string{"requests", "tokens"}
+	Units    = []string{"rpm", "rph", "rpd"}
+	Statuses = []string{"active", "archived"}
+	// Keys are the condition and group_by keys besides metadata.<name>.
+	Keys = []string{"api_key", "workspace_id", "provider", "virtual_key", "model", "config"}
+)
+
 // parseAttr compiles a condition or group_by key.
 func parseAttr(key string) (attr, error) {
 	a := attr{key: key}
@@ -53,7 +63,7 @@ func parseAttr(key string) (attr, error) {
 	default:
 		name, ok := strings.CutPrefix(key, metadataPrefix)
 		if !ok || name == "" {
-			return a, fmt.Errorf("unknown key %q (want api_key, workspace_id, provider, virtual_key, model, config or metadata.<name>)", key)
+			return a, fmt.Errorf("unknown key %q (known: %s, metadata.<name>)", key, strings.Join(Keys, ", "))
 		}
 		a.kind, a.name = attrMetadata, name
 	}
