@@ -110,3 +110,12 @@ func position(body []byte, offset int64) (line, col int) {
 	col = int(offset) - bytes.LastIndexByte(before, '\n')
 	return line, col
 }
+
+// listAnswer is the shape of list answers: {"object": "list", "data": [...], "total": N}, where total counts
+// every match of the filters, not only the page in data.
+type listAnswer[T any] struct {
+	Object string `json:"object"`
+	Data   []T    `json:"data"`
+	Total  int    `json:"total"`
+}
+

@@ -76,12 +76,6 @@ func viewPolicy(p *storage.RateLimitPolicy) policyView {
 	return v
 }
 
-type policyList struct {
-	Object string       `json:"object"`
-	Data   []policyView `json:"data"`
-	Total  int          `json:"total"`
-}
-
 // listPolicies answers GET /v1/policies/rate-limits: the workspace's policies that match every filter, one page
 // of them, and how many match in all.
 func (s *Server) listPolicies(c *fiber.Ctx) error {
@@ -136,7 +130,7 @@ func (s *Server) listPolicies(c *fiber.Ctx) error {
 	for _, p := range match[lo:hi] {
 		data = append(data, viewPolicy(p))
 	}
-	return c.JSON(policyList{Object: "list", Data: data, Total: len(match)})
+	return c.JSON(listAnswer[policyView]{Object: "list", Data: data, Total: len(match)})
 }
 
 // sortPolicies orders policies by creation time, then id: a stable order for pages, oldest first, which a new

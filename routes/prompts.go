@@ -100,12 +100,6 @@ func latestVersion(p *storage.Prompt) int {
 	return n
 }
 
-type promptList struct {
-	Object string          `json:"object"`
-	Data   []promptSummary `json:"data"`
-	Total  int             `json:"total"`
-}
-
 // listPrompts answers GET /v1/prompts: every prompt of the workspace, by id.
 func (s *Server) listPrompts(c *fiber.Ctx) error {
 	caller := callerKey(c)
@@ -118,7 +112,7 @@ func (s *Server) listPrompts(c *fiber.Ctx) error {
 	for _, p := range all {
 		data = append(data, summarisePrompt(p))
 	}
-	return c.JSON(promptList{Object: "list", Data: data, Total: len(data)})
+	return c.JSON(listAnswer[promptSummary]{Object: "list", Data: data, Total: len(data)})
 }
 
 // getPrompt answers GET /v1/prompts/:id with the prompt and all its versions.
