@@ -118,4 +118,3 @@ type listAnswer[T any] struct {
 	Data   []T    `json:"data"`
 	Total  int    `json:"total"`
 }
-
