@@ -36,7 +36,7 @@ func (e *Engine) admit(req *Request) (ratelimit.Admission, *gwerr.Error) {
 // whole answer, when the stream closes for a streamed one. Answers served from the cache cost the provider
 // nothing and count nothing; neither do failed ones.
 func (e *Engine) countTokens(req *Request, adm *ratelimit.Admission, resp *Response) {
-	if !adm.CountsTokens() || resp.Status < 200 || resp.Status > 299 || strings.Contains(resp.CacheStatus, "HIT") {
+	if !adm.CountsTokens() || resp.Status < 200 || resp.Status > 299 || resp.CacheStatus == CacheHit || resp.CacheStatus == CacheSemanticHit {
 		return
 	}
 	if resp.Stream == nil {
