@@ -27,6 +27,17 @@ type settings struct {
 	plugins   string // folder watched for plugin files, or ""
 	// webhookHosts are the hosts the webhook and log checks may call; none by default.
 	webhookHosts []string
+
+	// requestDeadline bounds a whole inference request, retries and fallbacks included.
+	requestDeadline time.Duration
+	// maxUpstreamAttempts caps the upstream calls one request may make.
+	maxUpstreamAttempts int
+	// pluginsPerWorkspace and pluginMemoryPerWorkspace bound each workspace's loaded plugins: their number and
+	// the wasm memory their instances may use together.
+	pluginsPerWorkspace      int
+	pluginMemoryPerWorkspace int
+	// checkErrorsFail makes a check that errors count as failed unless its parameters say failOnError: false.
+	checkErrorsFail bool
 }
 
 const usageHeader = `gateway: an OpenAI-compatible model gateway.
@@ -62,6 +73,11 @@ func parseSettings(args []string, getenv func(string) string, stderr io.Writer) 
 	pluginsDir := fs.String("plugins", env("GATEWAY_PLUGINS_DIR", ""), "folder of plugin files <workspace>/<id>.wasm, watched and hot-reloaded [GATEWAY_PLUGINS_DIR]")
 	allowPrivate := fs.String("allow-private-hosts", env("GATEWAY_ALLOW_PRIVATE_HOSTS", "false"), "let custom hosts be private addresses (10/8, 172.16/12, 192.168/16, fc00::/7) [GATEWAY_ALLOW_PRIVATE_HOSTS]")
 	allowHosts := fs.String("allow-hosts", env("GATEWAY_ALLOW_HOSTS", ""), "custom hosts allowed although private: CIDRs, addresses or host names, comma-separated [GATEWAY_ALLOW_HOSTS]")
+	requestDeadline := fs.String("request-deadline", env("GATEWAY_REQUEST_DEADLINE", "10m"), "longest a whole inference request may take, retries and fallbacks included [GATEWAY_REQUEST_DEADLINE]")
+	maxAttempts := fs.String("max-upstream-attempts", env("GATEWAY_MAX_UPSTREAM_ATTEMPTS", "50"), "most upstream calls one request may make, retries and fallbacks included [GATEWAY_MAX_UPSTREAM_ATTEMPTS]")
+	pluginCount := fs.String("plugins-per-workspace", env("GATEWAY_PLUGINS_PER_WORKSPACE", "32"), "most plugins one workspace may have [GATEWAY_PLUGINS_PER_WORKSPACE]")
+	pluginMemory := fs.String("plugin-memory-per-workspace", env("GATEWAY_PLUGIN_MEMORY_PER_WORKSPACE", "1GiB"), "wasm memory one workspace's plugin instances may use together [GATEWAY_PLUGIN_MEMORY_PER_WORKSPACE]")
+	checkErrors := fs.String("check-errors", env("GATEWAY_CHECK_ERRORS", "pass"), "pass or fail: what a check that errors counts as when its parameters do not say failOnError [GATEWAY_CHECK_ERRORS]")
 	fs.Usage = func() {
 		fmt.Fprint(stderr, usageHeader)
 		fs.PrintDefaults()
@@ -101,6 +117,25 @@ func parseSettings(args []string, getenv func(string) string, stderr io.Writer) 
 	}
 	if s.hosts.Allow, s.hosts.AllowHosts, err = netguard.ParseAllowList(*allowHosts); err != nil {
 		errs = append(errs, fmt.Errorf("--allow-hosts (GATEWAY_ALLOW_HOSTS): %w", err))
+	}
+	if s.requestDeadline, err = time.ParseDuration(*requestDeadline); err != nil || s.requestDeadline <= 0 {
+		errs = append(errs, fmt.Errorf("--request-deadline (GATEWAY_REQUEST_DEADLINE): %q is not a positive duration such as 10m", *requestDeadline))
+	}
+	if s.maxUpstreamAttempts, err = strconv.Atoi(*maxAttempts); err != nil || s.maxUpstreamAttempts < 1 || s.maxUpstreamAttempts > 10000 {
+		errs = append(errs, fmt.Errorf("--max-upstream-attempts (GATEWAY_MAX_UPSTREAM_ATTEMPTS): %q is not a whole number from 1 to 10000", *maxAttempts))
+	}
+	if s.pluginsPerWorkspace, err = strconv.Atoi(*pluginCount); err != nil || s.pluginsPerWorkspace < 1 || s.pluginsPerWorkspace > 10000 {
+		errs = append(errs, fmt.Errorf("--plugins-per-workspace (GATEWAY_PLUGINS_PER_WORKSPACE): %q is not a whole number from 1 to 10000", *pluginCount))
+	}
+	if s.pluginMemoryPerWorkspace, err = parseSize(*pluginMemory); err != nil {
+		errs = append(errs, fmt.Errorf("--plugin-memory-per-workspace (GATEWAY_PLUGIN_MEMORY_PER_WORKSPACE): %w", err))
+	}
+	switch *checkErrors {
+	case "pass":
+	case "fail":
+		s.checkErrorsFail = true
+	default:
+		errs = append(errs, fmt.Errorf("--check-errors (GATEWAY_CHECK_ERRORS): %q is not pass or fail", *checkErrors))
 	}
 	switch *logFormat {
 	case "text":

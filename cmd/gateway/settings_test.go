@@ -45,6 +45,16 @@ func TestParseSettings(t *testing.T) {
 				hosts: netguard.Policy{AllowPrivate: true, Allow: []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8")}, AllowHosts: []string{"llm.internal"}}}},
 		{name: "bad host policy", args: []string{"--allow-hosts", "http://x/"}, env: env("GATEWAY_ALLOW_PRIVATE_HOSTS", "maybe"),
 			wantErr: []string{"--allow-hosts (GATEWAY_ALLOW_HOSTS)", "--allow-private-hosts (GATEWAY_ALLOW_PRIVATE_HOSTS)"}},
+		{name: "request and plugin limits", args: []string{"--request-deadline", "90s", "--max-upstream-attempts", "7",
+			"--plugins-per-workspace", "3", "--check-errors", "fail"}, env: env("GATEWAY_PLUGIN_MEMORY_PER_WORKSPACE", "256MiB"),
+			want: settings{listen: "127.0.0.1:8787", dataDir: "./data", bodyLimit: 32 << 20, grace: 30 * time.Second, logLevel: slog.LevelInfo,
+				requestDeadline: 90 * time.Second, maxUpstreamAttempts: 7, pluginsPerWorkspace: 3, pluginMemoryPerWorkspace: 256 << 20,
+				checkErrorsFail: true}},
+		{name: "bad limits", args: []string{"--request-deadline", "0s", "--max-upstream-attempts", "0", "--plugins-per-workspace", "x",
+			"--plugin-memory-per-workspace", "lots", "--check-errors", "maybe"}, env: env(),
+			wantErr: []string{"--request-deadline (GATEWAY_REQUEST_DEADLINE)", "--max-upstream-attempts (GATEWAY_MAX_UPSTREAM_ATTEMPTS)",
+				"--plugins-per-workspace (GATEWAY_PLUGINS_PER_WORKSPACE)", "--plugin-memory-per-workspace (GATEWAY_PLUGIN_MEMORY_PER_WORKSPACE)",
+				"--check-errors (GATEWAY_CHECK_ERRORS)"}},
 		{name: "empty listen", args: []string{"--listen", ""}, env: env(), wantErr: []string{"--listen"}},
 		{name: "stray argument", args: []string{"serve"}, env: env(), wantErr: []string{`"serve"`}},
 		{name: "unknown flag", args: []string{"--port", "1"}, env: env(), wantErr: []string{"port"}},
@@ -66,11 +76,29 @@ func TestParseSettings(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if !reflect.DeepEqual(got, tc.want) {
-				t.Fatalf("got %+v\nwant %+v", got, tc.want)
+			want := withLimitDefaults(tc.want)
+			if !reflect.DeepEqual(got, want) {
+				t.Fatalf("got %+v\nwant %+v", got, want)
 			}
 		})
 	}
+}
+
+// withLimitDefaults fills the request and plugin limits a test case leaves zero with their defaults.
+func withLimitDefaults(s settings) settings {
+	if s.requestDeadline == 0 {
+		s.requestDeadline = 10 * time.Minute
+	}
+	if s.maxUpstreamAttempts == 0 {
+		s.maxUpstreamAttempts = 50
+	}
+	if s.pluginsPerWorkspace == 0 {
+		s.pluginsPerWorkspace = 32
+	}
+	if s.pluginMemoryPerWorkspace == 0 {
+		s.pluginMemoryPerWorkspace = 1 << 30
+	}
+	return s
 }
 
 func TestParseSize(t *testing.T) {
