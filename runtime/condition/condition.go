@@ -28,6 +28,22 @@ type Matcher interface {
 	Match(env *Env) bool
 }
 
+// An Evaluator is a Matcher that can also fail: a $expr that goes over its run-time limits on a request. The
+// Matchers of Compile are Evaluators; call them through Eval.
+type Evaluator interface {
+	Eval(env *Env) (bool, *gwerr.Error)
+}
+
+// Eval is m.Match(env), except that a query that could not be evaluated within its limits on this request
+// returns a 400 *gwerr.Error whose Param is the JSON path of the offending $expr. A Matcher that is not an
+// Evaluator never fails.
+func Eval(m Matcher, env *Env) (bool, *gwerr.Error) {
+	if e, ok := m.(Evaluator); ok {
+		return e.Eval(env)
+	}
+	return m.Match(env), nil
+}
+
 // codeInvalidConfig is the gwerr code of every Compile error.
 const codeInvalidConfig = "invalid_config"
 
@@ -132,6 +148,28 @@ func (n orNode) Match(env *Env) bool {
 		}
 	}
 	return false
+}
+
+func (n andNode) Eval(env *Env) (bool, *gwerr.Error) {
+	for _, m := range n {
+		if ok, err := Eval(m, env); !ok || err != nil {
+			return false, err
+		}
+	}
+	return true, nil
+}
+
+func (n orNode) Eval(env *Env) (bool, *gwerr.Error) {
+	for _, m := range n {
+		ok, err := Eval(m, env)
+		if err != nil {
+			return false, err
+		}
+		if ok {
+			return true, nil
+		}
+	}
+	return false, nil
 }
 
 // member is one key of a JSON object, in document order.

@@ -61,6 +61,23 @@ func BenchmarkMatchExpr(b *testing.B) {
 	benchmarkMatch(b, `{"$expr": "metadata.tier == 'gold' && params.max_tokens > 50"}`, true)
 }
 
+// BenchmarkEvalExpr is BenchmarkMatchExpr through Eval, the way the engine runs conditions.
+func BenchmarkEvalExpr(b *testing.B) {
+	env := sampleEnv(b)
+	m := mustCompile(b, `{"$expr": "metadata.tier == 'gold' && params.max_tokens > 50"}`)
+	b.ReportAllocs()
+	for b.Loop() {
+		if ok, err := Eval(m, env); !ok || err != nil {
+			b.Fatal(ok, err)
+		}
+	}
+}
+
+// BenchmarkMatchExprMetered runs a loop and a string function, which go through the budget functions.
+func BenchmarkMatchExprMetered(b *testing.B) {
+	benchmarkMatch(b, `{"$expr": "any(params.messages, .role == 'user') && lower(metadata.word) == 'premium'"}`, true)
+}
+
 func BenchmarkMatchExprParallel(b *testing.B) {
 	env := sampleEnv(b)
 	m := mustCompile(b, `{"$expr": "metadata.tier == 'gold' && params.max_tokens > 50"}`)

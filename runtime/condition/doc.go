@@ -35,15 +35,31 @@
 //
 // # $expr
 //
-// An expression sees metadata (map[string]string), params (map[string]any) and url.pathname, must be boolean,
-// is limited to 1,000 AST nodes when compiled and to expr's memory budget of 100,000 when run. A run-time
-// error (nil dereference, type mismatch, exceeded budget) or a non-boolean result means no match.
+// An expression sees metadata (map[string]string), params (map[string]any) and url.pathname and must be
+// boolean. Since any gateway key can send a config, its cost is bounded by the request it reads:
+//
+//   - Compile refuses (400 invalid_config naming the $expr) a source over 8 KiB or 1,000 AST nodes, a string
+//     literal over 1 KiB, a constant range over 100,000 elements, any function off the allow-list (len, type,
+//     abs, ceil, floor, round, int, float, string, lower, upper, trim, trimPrefix, trimSuffix, hasPrefix,
+//     hasSuffix, indexOf, lastIndexOf, min, max, first, last, get, and the loops all, any, none, one, count,
+//     find, findIndex), let, $env, map literals, matches with a pattern that is not a literal, trim with a
+//     cutset that is not a literal, a loop over anything but a field of params or metadata (of the element in
+//     a nested loop), a range or an array of literals, and a loop predicate that reads params, metadata or url.
+//   - A run is metered: strings built by +, lower, upper and string total at most 1 MiB; loops at most
+//     1,000,000 steps (an element costs the nodes and literal bytes of the predicate, entering a loop 100);
+//     ranges and array literals at most 100,000 elements (expr's memory budget). Eval reports a run over a
+//     budget as a 400 invalid_request naming the $expr; Match treats it as no match.
+//   - A run-time error (nil dereference, type mismatch, string() of an array) or a non-boolean result means no
+//     match.
 //
 // # Errors
 //
 // Compile returns *gwerr.Error with status 400, code "invalid_config", Param set to the JSON path of the
 // offending part below the path it was given (e.g. "strategy.conditions[0].query.metadata.tier.$gt") and a
 // message "invalid config: <Param>: <problem>".
+//
+// Eval runs a compiled query and returns, besides the answer, the 400 of a $expr that went over its run-time
+// budgets.
 //
 // # Concurrency and cost
 //
