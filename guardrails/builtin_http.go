@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"strings"
@@ -14,6 +15,7 @@ import (
 	"time"
 
 	"github.com/llmgw/gateway/hostapi"
+	"github.com/llmgw/gateway/runtime/netguard"
 )
 
 // allowList holds the lower-cased hosts webhook and log may call; empty denies every call (the default).
@@ -21,8 +23,9 @@ var allowList atomic.Pointer[map[string]bool]
 
 // SetOutboundAllowList sets the hosts the webhook and log checks may call: host names or IP addresses ("hooks.
 // example.com", "127.0.0.1"), optionally with a port ("127.0.0.1:9000" allows that port only). Calls to any other
-// host fail with an error (so the check passes unless failOnError). nil or empty denies all, the default. It is
-// safe to call at any time; calls in flight keep the list they started with.
+// host fail with an error (so the check passes unless failOnError). nil or empty denies all, the default. A listed
+// host must also resolve to addresses the address policy allows (SetOutboundAddressPolicy). It is safe to call
+// at any time; calls in flight keep the list they started with.
 func SetOutboundAllowList(hosts []string) {
 	m := make(map[string]bool, len(hosts))
 	for _, h := range hosts {
@@ -44,13 +47,64 @@ func hostAllowed(u *url.URL) bool {
 // errNotAllowed is the error of a call to a host the allow-list does not name.
 var errNotAllowed = errors.New("host is not in the outbound allow-list")
 
-// outboundClient makes the webhook and log calls. It never follows redirects (a redirect could leave the
-// allow-list); the timeout comes from each call's context.
-var outboundClient = &http.Client{
-	Transport: http.DefaultTransport.(*http.Transport).Clone(),
-	CheckRedirect: func(*http.Request, []*http.Request) error {
-		return http.ErrUseLastResponse
-	},
+// outboundClient makes the webhook and log calls; nil means defaultOutboundClient.
+var outboundClient atomic.Pointer[http.Client]
+
+// defaultOutboundClient is the client until SetOutboundAddressPolicy is called: the default address policy.
+var defaultOutboundClient = newOutboundClient(nil, nil, nil)
+
+// SetOutboundAddressPolicy sets the address policy of the webhook and log checks' connections, which cmd makes
+// the custom hosts' policy (--allow-private-hosts, --allow-hosts). The allow-list of SetOutboundAllowList names
+// the hosts these checks may call; the policy decides, when each connection is made, which addresses they may
+// reach: a listed name that resolves to an unspecified (0.0.0.0), link-local, cloud metadata, multicast or
+// reserved address, or to a private one the policy does not allow, is refused without connecting, as for a
+// custom host. Loopback is allowed, as for custom hosts, so that a check service beside the gateway works.
+// nil is the default policy, which is also the one in force before the first call. It is safe to call at any
+// time; calls in flight keep the client they started with.
+func SetOutboundAddressPolicy(p *netguard.Policy) {
+	setOutboundClient(newOutboundClient(p, nil, nil))
+}
+
+// setOutboundClient puts c in force (nil: the default) and lets the previous client's idle connections go, as
+// they were made under the previous policy.
+func setOutboundClient(c *http.Client) {
+	if old := outboundClient.Swap(c); old != nil {
+		old.CloseIdleConnections()
+	}
+}
+
+func currentOutboundClient() *http.Client {
+	if c := outboundClient.Load(); c != nil {
+		return c
+	}
+	return defaultOutboundClient
+}
+
+// newOutboundClient builds the client of the webhook and log checks: every connection is dialled through the
+// address policy p (nil: the default policy) with d (nil: a 10s connect timeout) and names resolved by r (nil:
+// net.DefaultResolver). It never follows redirects (a redirect could leave the allow-list); the timeout comes
+// from each call's context.
+func newOutboundClient(p *netguard.Policy, d *net.Dialer, r netguard.Resolver) *http.Client {
+	if p == nil {
+		p = &netguard.Policy{}
+	}
+	if d == nil {
+		d = &net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}
+	}
+	return &http.Client{
+		Transport: &http.Transport{
+			Proxy:                 nil, // through a proxy the policy would check the proxy's address, not the webhook's
+			DialContext:           p.DialContext(d, r),
+			ForceAttemptHTTP2:     true,
+			MaxIdleConns:          64,
+			IdleConnTimeout:       90 * time.Second,
+			TLSHandshakeTimeout:   10 * time.Second,
+			ExpectContinueTimeout: time.Second,
+		},
+		CheckRedirect: func(*http.Request, []*http.Request) error {
+			return http.ErrUseLastResponse
+		},
+	}
 }
 
 // maxOutboundBody bounds the answer read from a webhook.
@@ -95,7 +149,8 @@ func newHTTPCheck(raw json.RawMessage, urlParam string, log bool) (Check, error)
 }
 
 // webhook {webhookURL, headers, timeout (ms, default 3000)}: POSTs the input as JSON and takes the verdict from
-// the answer, a JSON object {"verdict": bool, "data": ...}. Only hosts of SetOutboundAllowList are called.
+// the answer, a JSON object {"verdict": bool, "data": ...}. Only hosts of SetOutboundAllowList are called, and only
+// at addresses the policy of SetOutboundAddressPolicy allows.
 //
 // The request body is {"text", "model", "metadata": {...}, "endpoint", "stage", "eventType"}, eventType being
 // "beforeRequestHook" or "afterRequestHook".
@@ -134,15 +189,16 @@ func (c *httpCheck) Check(ctx context.Context, in *hostapi.Input, _ hostapi.Requ
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.url.String(), bytes.NewReader(b))
 	if err != nil {
-		return hostapi.Output{}, err
+		return hostapi.Output{}, netguard.RedactError(err)
 	}
 	req.Header.Set("Content-Type", "application/json")
 	for k, v := range c.headers {
 		req.Header.Set(k, v)
 	}
-	resp, err := outboundClient.Do(req)
+	resp, err := currentOutboundClient().Do(req)
 	if err != nil {
-		return hostapi.Output{}, err
+		// The error reaches hook_results and logs; its URL's userinfo would be the webhook's credentials.
+		return hostapi.Output{}, netguard.RedactError(err)
 	}
 	defer resp.Body.Close()
 	rb, err := io.ReadAll(io.LimitReader(resp.Body, maxOutboundBody))

@@ -134,6 +134,26 @@ func (p *ProviderStore) Put(pr *Provider) (changed bool, err error) {
 	case !errors.Is(err, ErrNotFound):
 		return false, err
 	}
+	if err := p.split(k, rec, fields); err != nil {
+		return false, err
+	}
+	raw, err := json.Marshal(rec)
+	if err != nil {
+		return false, err
+	}
+	b := p.s.db.NewBatch()
+	if err := b.Set(k, raw, nil); err != nil {
+		b.Close()
+		return false, err
+	}
+	err = p.s.commit(b)
+	p.cache.forget(string(k))
+	return true, err
+}
+
+// split puts fields into rec: the SecretFields sealed under the record's key k, the others in clear.
+func (p *ProviderStore) split(k []byte, rec *providerRecord, fields map[string]json.RawMessage) error {
+	rec.Fields, rec.Sealed = nil, nil
 	secrets := map[string]json.RawMessage{}
 	for name, v := range fields {
 		if SecretFields[name] {
@@ -148,22 +168,55 @@ func (p *ProviderStore) Put(pr *Provider) (changed bool, err error) {
 	if len(secrets) > 0 {
 		plain, err := json.Marshal(secrets)
 		if err != nil {
-			return false, err
+			return err
 		}
 		rec.Sealed = p.s.keys.seal(plain, k)
 	}
-	raw, err := json.Marshal(rec)
-	if err != nil {
-		return false, err
-	}
+	return nil
+}
+
+// sealClearSecrets seals the secret fields that records hold in clear: fields that became SecretFields after
+// the record was written (custom_host did). Open runs it before anything reads a provider, so that no secret
+// stays on disk in clear; reading such a record works too, as open merges both parts. The content does not
+// change, so the stamps are kept. A record that does not decode or open is left as it is, to fail when it is
+// read, rather than be lost or stop the start.
+func (p *ProviderStore) sealClearSecrets() error {
+	p.s.writeMu.Lock()
+	defer p.s.writeMu.Unlock()
 	b := p.s.db.NewBatch()
-	if err := b.Set(k, raw, nil); err != nil {
+	err := p.s.scan(prefix(tableProvider), func(k, raw []byte) error {
+		rec := new(providerRecord)
+		if err := json.Unmarshal(raw, rec); err != nil {
+			p.s.log.Warn("storage: provider record does not decode; left as it is", "key", string(k), "err", err)
+			return nil
+		}
+		clear := false
+		for name := range rec.Fields {
+			clear = clear || SecretFields[name]
+		}
+		if !clear {
+			return nil
+		}
+		k = append([]byte(nil), k...) // the scan's key is valid only during this call
+		pr, err := p.open(k, rec)
+		if err != nil {
+			p.s.log.Warn("storage: provider record does not open; its clear fields stay as they are", "key", string(k), "err", err)
+			return nil
+		}
+		if err := p.split(k, rec, pr.Fields); err != nil {
+			return err
+		}
+		sealed, err := json.Marshal(rec)
+		if err != nil {
+			return err
+		}
+		return b.Set(k, sealed, nil)
+	})
+	if err != nil {
 		b.Close()
-		return false, err
+		return fmt.Errorf("storage: seal provider secrets: %w", err)
 	}
-	err = p.s.commit(b)
-	p.cache.forget(string(k))
-	return true, err
+	return p.s.commit(b)
 }
 
 // normalise turns raw field values into strings of compact JSON so that equal content compares equal.

@@ -12,7 +12,8 @@
 // circuit breakers, caching, hooks and guardrails belong to runtime and guardrails; whether a custom_host is a
 // safe address belongs to runtime/netguard; stored providers, virtual keys, saved guardrails and prompts are
 // resolved against storage at request time. It imports runtime/condition (queries), runtime/gwerr,
-// runtime/providers (identifiers) and storage (ID syntax only); never runtime itself, routes or cmd.
+// runtime/netguard (to redact a custom_host it quotes), runtime/providers (identifiers) and storage (ID syntax
+// only); never runtime itself, routes or cmd.
 //
 // Config, Plan and Node values are immutable once returned and safe to share between goroutines.
 //

@@ -10,6 +10,7 @@ import (
 
 	"github.com/llmgw/gateway/runtime/condition"
 	"github.com/llmgw/gateway/runtime/gwerr"
+	"github.com/llmgw/gateway/runtime/netguard"
 	"github.com/llmgw/gateway/runtime/providers"
 	"github.com/llmgw/gateway/storage"
 )
@@ -246,7 +247,7 @@ func parseCustomHost(o *object, c *Config) error {
 	}
 	u, perr := url.Parse(h)
 	if perr != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.Opaque != "" {
-		return invalid(o.at("custom_host"), "%q is not an http or https URL with a host (e.g. \"https://llm.example.com/v1\")", h)
+		return invalid(o.at("custom_host"), "%q is not an http or https URL with a host (e.g. \"https://llm.example.com/v1\")", netguard.RedactURL(h))
 	}
 	c.CustomHost = h
 	return nil

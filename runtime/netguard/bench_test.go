@@ -21,6 +21,8 @@ func BenchmarkAddrAllowed(b *testing.B) {
 		netip.MustParseAddr("fd00:ec2::254"),
 		netip.MustParseAddr("fe80::1%eth0"),
 		netip.MustParseAddr("64:ff9b::a00:1"),
+		netip.MustParseAddr("2002:a9fe:a9fe::"),
+		netip.MustParseAddr("2001:0:404:404::f5ff:fffe"),
 	}
 	b.ReportAllocs()
 	i := 0

@@ -51,15 +51,11 @@ func (p *Policy) CheckURL(ctx context.Context, r Resolver, raw string) error {
 // HTTP client that calls it a transport whose DialContext is Policy.DialContext.
 func (p *Policy) CheckURLParam(ctx context.Context, r Resolver, raw, param string) error {
 	u, err := url.Parse(raw)
-	if err != nil {
-		return invalid(param, err, "custom host %s is not a valid URL; give an http or https base URL such as https://llm.example.com/v1", quote(raw))
-	}
 	// The quoted URL is built only for an error: checking a good URL on every request allocates nothing more.
-	shown := func() string {
-		if _, ok := u.User.Password(); ok {
-			return quote(u.Redacted())
-		}
-		return quote(raw)
+	// It is redacted before it is cut, so that a cut cannot leave a password without the '@' that marks it.
+	shown := func() string { return quote(RedactURL(raw)) }
+	if err != nil {
+		return invalid(param, RedactError(err), "custom host %s is not a valid URL; give an http or https base URL such as https://llm.example.com/v1", shown())
 	}
 	if u.Scheme != "http" && u.Scheme != "https" {
 		return invalid(param, nil, "custom host %s must be an http or https URL, such as https://llm.example.com/v1", shown())
@@ -132,6 +128,10 @@ func refusal(subject, param string, a netip.Addr, c class, n int) *gwerr.Error {
 	var b strings.Builder
 	b.WriteString(subject)
 	b.WriteString(a.String())
+	if _, v4 := classify(a); v4.Is4() && !a.Unmap().Is4() {
+		// 6to4, Teredo, NAT64, SIIT: the class is the IPv4 address's, which the reader cannot see.
+		b.WriteString(" (which carries the IPv4 address " + v4.String() + ")")
+	}
 	if n > 1 {
 		fmt.Fprintf(&b, " (one of its %d addresses, which must all be allowed)", n)
 	}

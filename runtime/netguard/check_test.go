@@ -123,12 +123,26 @@ func TestCheckURL(t *testing.T) {
 		{name: "other allow-host", policy: &Policy{AllowHosts: []string{"other.test"}}, url: "http://internal.test/", code: CodeHostNotAllowed},
 		{name: "allow-host is exact", policy: &Policy{AllowHosts: []string{"test"}}, url: "http://internal.test/", code: CodeHostNotAllowed},
 		{name: "credentials redacted", policy: zero, url: "http://user:s3cret@10.0.0.5/", code: CodeHostNotAllowed,
-			msgHas: []string{"user:xxxxx@10.0.0.5"}, msgNot: []string{"s3cret"}},
+			msgHas: []string{`"http://***@10.0.0.5/"`}, msgNot: []string{"s3cret", "user"}},
+		{name: "token user name redacted", policy: zero, url: "http://tok3n@10.0.0.5/", code: CodeHostNotAllowed,
+			msgHas: []string{`"http://***@10.0.0.5/"`}, msgNot: []string{"tok3n"}},
+		{name: "credentials redacted before the cut", policy: zero, url: "http://user:" + strings.Repeat("s3cret", 50) + "@10.0.0.5/", code: CodeHostNotAllowed,
+			msgHas: []string{`"http://***@10.0.0.5/"`}, msgNot: []string{"s3cret"}},
+		{name: "credentials of a bad URL redacted", policy: zero, url: "http://user:s3cret@[::1/", code: gwerr.CodeInvalidRequest,
+			msgHas: []string{"not a valid URL"}, msgNot: []string{"s3cret", "user"}},
+		{name: "credentials of a bad port redacted", policy: zero, url: "http://user:s3cret@api.test:0/", code: gwerr.CodeInvalidRequest,
+			msgNot: []string{"s3cret", "user"}},
+		{name: "password with a slash redacted", policy: zero, url: "http://user:s3/cret@api.test/", code: gwerr.CodeInvalidRequest,
+			msgNot: []string{"s3", "cret", "user"}},
+		{name: "credentials of ftp redacted", policy: zero, url: "ftp://user:s3cret@api.test/", code: gwerr.CodeInvalidRequest,
+			msgNot: []string{"s3cret", "user"}},
 		{name: "long URL cut", policy: zero, url: longURL, code: CodeHostNotAllowed, msgHas: []string{`aaaa"...`}, msgNot: []string{longURL}},
 
 		// refused always: metadata, link-local, unspecified, multicast, broadcast
 		{name: "metadata literal", policy: zero, url: "http://169.254.169.254/latest/meta-data/", code: CodeHostNotAllowed,
 			msgHas: []string{"169.254.169.254, a cloud metadata address, which is never allowed"}},
+		{name: "metadata through 6to4", policy: zero, url: "http://[2002:a9fe:a9fe::]/v1", code: CodeHostNotAllowed,
+			exact: `custom host "http://[2002:a9fe:a9fe::]/v1" resolves to 2002:a9fe:a9fe:: (which carries the IPv4 address 169.254.169.254), a cloud metadata address, which is never allowed as an upstream; use the upstream's routable address or host name`},
 		{name: "metadata literal AllowPrivate", policy: &Policy{AllowPrivate: true}, url: "http://169.254.169.254/", code: CodeHostNotAllowed},
 		{name: "metadata mapped literal", policy: zero, url: "http://[::ffff:169.254.169.254]/", code: CodeHostNotAllowed, msgHas: []string{"cloud metadata"}},
 		{name: "metadata v6 literal AllowPrivate", policy: &Policy{AllowPrivate: true}, url: "http://[fd00:ec2::254]/", code: CodeHostNotAllowed, msgHas: []string{"cloud metadata"}},
@@ -190,6 +204,9 @@ func TestCheckURL(t *testing.T) {
 			for _, s := range tc.msgNot {
 				if strings.Contains(ge.Message, s) {
 					t.Errorf("message %q contains %q", ge.Message, s)
+				}
+				if strings.Contains(err.Error(), s) { // the text logs see, cause included
+					t.Errorf("error text %q contains %q", err.Error(), s)
 				}
 			}
 		})

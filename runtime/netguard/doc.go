@@ -6,7 +6,9 @@
 // It owns the address classes and the policy over them (Policy, AddrAllowed), the operator's allow-list
 // syntax (ParseAllowList, the value of --allow-hosts), the check of a URL before it is used (CheckURL,
 // CheckURLParam) and the check at connect time (Policy.DialContext, Policy.Control), which is what closes the
-// DNS-rebinding window between the two.
+// DNS-rebinding window between the two. It also owns the redaction of URLs for messages and logs (RedactURL,
+// RedactError): a base URL may carry an upstream's password in its userinfo, and every package that shows a
+// custom host or a webhook URL hides it the same way.
 //
 // The classes, checked after an IPv4-mapped IPv6 address is unwrapped:
 //
@@ -18,7 +20,13 @@
 //	loopback         127.0.0.0/8, ::1; allowed (local models such as ollama)
 //	public           everything else; allowed
 //
-// A NAT64 address (64:ff9b::/96) is classed by the IPv4 address it embeds.
+// An IPv6 address that a relay or translator turns into an IPv4 address is classed by the IPv4 address it
+// embeds, and Allow prefixes are matched against that IPv4 address: IPv4-mapped (::ffff:0:0/96), SIIT
+// (::ffff:0:0:0/96), NAT64 (64:ff9b::/96, last 32 bits), 6to4 (2002::/16, bits 16-48) and Teredo (2001::/32,
+// the client's address, bits 96-128 inverted, and the server's, bits 32-64: the more refused of the two). An
+// embedded loopback address is the relay's, not ours: reserved. The local-use NAT64 prefix 64:ff9b:1::/48 is
+// private, or refused with the class of its last 32 bits when those are an always-refused address.
+// IPv4-compatible addresses (::a.b.c.d) are deprecated and all refused.
 //
 // Loopback is allowed so that local models work; note that it also lets a caller reach whatever else listens
 // on the gateway's host.

@@ -35,8 +35,8 @@ var fuzzResolver = resolverFunc(func(ctx context.Context, network, host string) 
 })
 
 // FuzzCheckURL checks that CheckURLParam never panics, returns only 400 *gwerr.Error values with this
-// package's codes and a bounded message, accepts only http(s) URLs with a host, and that widening the policy
-// never refuses what the narrower one allowed. Seeds are in testdata/fuzz/FuzzCheckURL.
+// package's codes and a bounded message that shows no userinfo, accepts only http(s) URLs with a host, and that
+// widening the policy never refuses what the narrower one allowed. Seeds are in testdata/fuzz/FuzzCheckURL.
 func FuzzCheckURL(f *testing.F) {
 	policies := []*Policy{
 		{},
@@ -69,6 +69,14 @@ func FuzzCheckURL(f *testing.F) {
 				}
 				if ge.Status != 400 || ge.Param != "custom_host" || ge.Message == "" || len(ge.Message) > 2048 {
 					t.Fatalf("policy %d: %q gave %d param %q message of %d bytes", i, raw, ge.Status, ge.Param, len(ge.Message))
+				}
+				// Userinfo never shows: up to its first '@', it is in neither the message nor the text logs see.
+				if start := authorityStart(raw); strings.IndexByte(raw[start:], '@') > 0 {
+					secret := raw[start : start+strings.IndexByte(raw[start:], '@')+1]
+					if strings.Trim(secret, "*@") != "" && strings.Count(raw, secret) == 1 &&
+						(strings.Contains(ge.Message, secret) || strings.Contains(err.Error(), secret)) {
+						t.Fatalf("policy %d: %q shows its userinfo %q: %v", i, raw, secret, err)
+					}
 				}
 				if p.AllowPrivate && strings.Contains(ge.Message, "a private address") {
 					t.Fatalf("policy %d allows private addresses but refused %q: %s", i, raw, ge.Message)

@@ -78,8 +78,9 @@ func (c class) String() string { return classNames[c] }
 // AddrAllowed reports whether the policy allows connecting to a, and a's class: "public", "loopback" or
 // "private" (allowed by AllowPrivate or Allow) when it is allowed; "private", "link-local", "cloud metadata",
 // "unspecified", "multicast", "broadcast", "reserved" or "invalid" (the zero Addr) when it is not. An
-// IPv4-mapped IPv6 address is unwrapped first and a zone is ignored. AllowHosts plays no part here: there is
-// no name. It does not allocate.
+// IPv4-mapped IPv6 address is unwrapped first, an IPv6 address that embeds an IPv4 address (6to4, Teredo,
+// NAT64, SIIT) has that address's class (see the package doc), and a zone is ignored. AllowHosts plays no part
+// here: there is no name. It does not allocate.
 func (p *Policy) AddrAllowed(a netip.Addr) (bool, string) {
 	ok, c := p.addrAllowed(a)
 	return ok, c.String()
@@ -131,13 +132,15 @@ func (p *Policy) hostAllowed(name string) bool {
 	return false
 }
 
-// classify returns a's class and the address the Allow prefixes are matched against (a unwrapped, or the IPv4
-// address a NAT64 address embeds).
+// classify returns a's class and the address the Allow prefixes are matched against: a unwrapped, or the IPv4
+// address that a 6to4, Teredo, NAT64 or SIIT address embeds. Those forms are classed by the IPv4 address inside
+// because a relay or translator turns them into it: without this, http://[2002:a9fe:a9fe::]/ would reach the
+// metadata service through a 6to4 relay while looking like a public IPv6 address.
 func classify(a netip.Addr) (class, netip.Addr) {
 	if !a.IsValid() {
 		return classInvalid, a
 	}
-	a = a.Unmap()
+	a = a.Unmap() // ::ffff:0:0/96, IPv4-mapped: the socket talks IPv4 to the address inside
 	if a.Is4() {
 		return classify4(a.As4()), a
 	}
@@ -163,21 +166,66 @@ func classify(a netip.Addr) (class, netip.Addr) {
 		case isZero(b[12:15]) && b[15] == 1:
 			return classLoopback, a
 		}
-		return classReserved, a
-	case b[0] == 0 && b[1] == 0x64 && b[2] == 0xff && b[3] == 0x9b: // 64:ff9b::/32
-		if isZero(b[4:12]) { // 64:ff9b::/96, well-known NAT64: class of the embedded IPv4
-			v4 := netip.AddrFrom4([4]byte(b[12:16]))
-			c := classify4(v4.As4())
-			if c == classLoopback { // the translator's loopback, not ours
-				c = classReserved
-			}
-			return c, v4
+		// IPv4-compatible (RFC 4291 deprecated them): nothing legitimate uses one, so every one is refused,
+		// whatever the IPv4 address inside; a refused one inside is named, for a clearer message.
+		v4 := [4]byte(b[12:16])
+		if c := classify4(v4); refusedRank(c) > refusedRank(classPrivate) && c != classUnspecified {
+			return c, netip.AddrFrom4(v4)
 		}
-		if b[4] == 0 && b[5] == 1 { // 64:ff9b:1::/48, local-use NAT64
+		return classReserved, a
+	case isZero(b[:8]) && b[8] == 0xff && b[9] == 0xff && b[10] == 0 && b[11] == 0: // ::ffff:0:0:0/96, SIIT
+		v4 := [4]byte(b[12:16])
+		return embedded4(v4), netip.AddrFrom4(v4)
+	case b[0] == 0x20 && b[1] == 0x02: // 2002::/16, 6to4: the IPv4 address in bits 16-48
+		v4 := [4]byte(b[2:6])
+		return embedded4(v4), netip.AddrFrom4(v4)
+	case b[0] == 0x20 && b[1] == 0x01 && b[2] == 0 && b[3] == 0: // 2001::/32, Teredo
+		// The client's address (bits 96-128, inverted) is where a relay sends the packets; the server's (bits
+		// 32-64) is checked too, so that neither can smuggle a refused address.
+		client := [4]byte{^b[12], ^b[13], ^b[14], ^b[15]}
+		server := [4]byte(b[4:8])
+		c, v4 := embedded4(client), client
+		if cs := embedded4(server); refusedRank(cs) > refusedRank(c) {
+			c, v4 = cs, server
+		}
+		return c, netip.AddrFrom4(v4)
+	case b[0] == 0 && b[1] == 0x64 && b[2] == 0xff && b[3] == 0x9b: // 64:ff9b::/32
+		if isZero(b[4:12]) { // 64:ff9b::/96, well-known NAT64 (RFC 6052): class of the embedded IPv4
+			v4 := [4]byte(b[12:16])
+			return embedded4(v4), netip.AddrFrom4(v4)
+		}
+		if b[4] == 0 && b[5] == 1 { // 64:ff9b:1::/48, local-use NAT64 (RFC 8215), IPv4 in the last 32 bits
+			// A translator of the operator's own network: private, or worse if the IPv4 address inside is. Short
+			// addresses such as 64:ff9b:1::1 are common there and hold no IPv4 address: 0.0.0.0/8 does not count.
+			if c := embedded4([4]byte(b[12:16])); refusedRank(c) > refusedRank(classPrivate) && c != classUnspecified {
+				return c, netip.AddrFrom4([4]byte(b[12:16]))
+			}
 			return classPrivate, a
 		}
 	}
 	return classPublic, a
+}
+
+// embedded4 classes an IPv4 address found inside an IPv6 address that a relay or translator delivers. Its
+// loopback is the relay's, not ours, and no relay should carry it: reserved.
+func embedded4(v4 [4]byte) class {
+	c := classify4(v4)
+	if c == classLoopback {
+		return classReserved
+	}
+	return c
+}
+
+// refusedRank orders classes by how refused they are: allowed (public, loopback), private (allowed by policy),
+// always refused.
+func refusedRank(c class) int {
+	switch c {
+	case classPublic, classLoopback:
+		return 0
+	case classPrivate:
+		return 1
+	}
+	return 2
 }
 
 // metadataV6 is fd00:ec2::254, the AWS instance metadata service over IPv6.

@@ -143,7 +143,8 @@ func TestAddrAllowed(t *testing.T) {
 func TestAddrAllowedAllocs(t *testing.T) {
 	p := &Policy{Allow: prefixes("10.1.0.0/16", "::ffff:10.2.0.0/112")}
 	addrs := []netip.Addr{netip.MustParseAddr("10.2.0.1"), netip.MustParseAddr("fe80::1%eth0"),
-		netip.MustParseAddr("::ffff:8.8.8.8"), netip.MustParseAddr("64:ff9b::a00:1")}
+		netip.MustParseAddr("::ffff:8.8.8.8"), netip.MustParseAddr("64:ff9b::a00:1"), netip.MustParseAddr("2002:a9fe:a9fe::"),
+		netip.MustParseAddr("2001:0:404:404::f5ff:fffe"), netip.MustParseAddr("::ffff:0:a00:1"), netip.MustParseAddr("64:ff9b:1::a9fe:a9fe")}
 	if n := testing.AllocsPerRun(100, func() {
 		for _, a := range addrs {
 			p.AddrAllowed(a)

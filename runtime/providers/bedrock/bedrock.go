@@ -16,6 +16,7 @@ import (
 	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
 
 	"github.com/llmgw/gateway/runtime/gwerr"
+	"github.com/llmgw/gateway/runtime/netguard"
 	"github.com/llmgw/gateway/runtime/providers"
 )
 
@@ -96,7 +97,7 @@ func (a *Adapter) NewRequest(ctx context.Context, t *providers.Target, c *provid
 	rawURL := strings.TrimRight(base, "/") + "/model/" + escapeModelID(model) + "/" + op
 	u, err := url.Parse(rawURL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, gwerr.BadRequest("custom_host", "custom_host %q is not an http(s) URL", t.BaseURL)
+		return nil, gwerr.BadRequest("custom_host", "custom_host %q is not an http(s) URL", netguard.RedactURL(t.BaseURL))
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, rawURL, bytes.NewReader(body))
 	if err != nil {
