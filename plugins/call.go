@@ -108,6 +108,7 @@ func (inst *instance) run(ctx context.Context, kind hostapi.Kind, in *hostapi.In
 		defer cancel()
 	}
 	cc := &callCtx{Context: cctx, v: v, req: req}
+	defer cc.endLogs()
 
 	n := uint32(len(inst.buf))
 	var ptr uint32

@@ -19,10 +19,25 @@
 //     ErrTimeout) and its instance is closed, never reused.
 //   - Guests get no file system, no environment, no arguments, no network (wasip1 has none), the real clocks, a
 //     nanosleep that returns at once and crypto/rand. Their stdout is discarded; the start of their stderr is
-//     kept for the error of a failed call (a Go guest's "panic: …") and the debug log.
+//     kept for the error of a failed call (a Go guest's "panic: …") and the debug log. Their log host calls are
+//     bounded: Options.LogLinesPerCall lines per call, Options.LogLinesPerSecond per plugin (a token bucket),
+//     4 KiB per line; what is dropped is counted (Stats.LogLinesDropped) and reported in one summary line at
+//     most every 10 s per plugin.
 //   - Each loaded plugin has a current version (an atomic pointer) with a pool of at most Options.MaxInstances
 //     instances, grown lazily; callers beyond that wait, bounded by their context. Load swaps versions
 //     atomically: calls in flight finish on the old version, whose instances are closed once it has no caller.
+//   - Load proves a module before it serves: it compiles, passes the ABI check (a WASI command, which exports
+//     _start and no _initialize, is refused: its runtime would never start), instantiates one instance and
+//     makes its first call (gateway_alloc). A module that fails any step is a 400 and the current version keeps
+//     serving. Install adds a save step (storing the module) between proving and swapping, so that what is
+//     stored is what loaded.
+//   - Bounds per workspace: at most Options.PluginsPerWorkspace plugins, and Options.MemoryPerWorkspace bytes of
+//     wasm memory for all live instances together. Each instance is charged the most its linear memory can grow
+//     to (the module's declared maximum, or MemoryLimitMiB), since a call can grow it that far before the host
+//     can intervene. A Load past the count, or whose one instance does not fit beside one of each other plugin,
+//     is a 409. A call that needs a new instance when the memory is taken closes idle instances of the
+//     workspace's other plugins, or waits for an instance or memory, bounded by its context: the bound holds
+//     whatever the traffic.
 //   - A janitor closes the idle instances of workspaces without calls for Options.IdleTimeout (compiled code is
 //     kept) and drops the runtimes of workspaces left without plugins.
 //   - A workspace sees only its own plugins: Call, Stats and Loaded look plugins up by workspace, and another
@@ -40,9 +55,10 @@
 //	e, err := plugins.New(plugins.Options{CacheDir: filepath.Join(dataDir, "wasm-cache"), Logger: log})
 //	...
 //	defer e.Close(ctx)
-//	err = e.LoadStored(ctx, store) // at start; bad plugins are logged and skipped
+//	err = e.LoadStored(ctx, store) // at start; bad plugins are logged, marked in the store and skipped
 //	err = e.Validate(ctx, wasm)    // at upload: a *gwerr.Error 400 naming what is wrong
-//	err = e.Load(ctx, workspaceID, "pii", wasm)
+//	err = e.Install(ctx, workspaceID, "pii", wasm, func() error { _, _, err := store.Plugins.Put(workspaceID, "pii", wasm); return err })
+//	err = e.Load(ctx, workspaceID, "pii", wasm) // Install without saving
 //	out, err := e.Call(ctx, workspaceID, "pii", hostapi.KindCheck, &hostapi.Input{Text: text, CheckID: "pii.detect"}, view)
 //
 // An Engine is safe for concurrent use.

@@ -23,10 +23,14 @@ import (
 
 // Defaults of Options.
 const (
-	DefaultMemoryLimitMiB = 64
-	DefaultCallTimeout    = 100 * time.Millisecond
-	DefaultMaxInstances   = 4
-	DefaultIdleTimeout    = 5 * time.Minute
+	DefaultMemoryLimitMiB      = 64
+	DefaultCallTimeout         = 100 * time.Millisecond
+	DefaultMaxInstances        = 4
+	DefaultIdleTimeout         = 5 * time.Minute
+	DefaultPluginsPerWorkspace = 32
+	DefaultMemoryPerWorkspace  = 1 << 30 // bytes: 16 instances at the default MemoryLimitMiB
+	DefaultLogLinesPerCall     = 16
+	DefaultLogLinesPerSecond   = 50
 )
 
 // defaultInitTimeout bounds the instantiation of a guest (its _initialize, which runs the Go runtime's and the
@@ -50,6 +54,23 @@ type Options struct {
 	// IdleTimeout is how long a workspace goes without calls before its idle instances are closed (compiled
 	// modules are kept; the next call instantiates again, 10–20 ms). Default 5 minutes.
 	IdleTimeout time.Duration
+	// PluginsPerWorkspace is the most plugins one workspace may have loaded; loading one more is refused with
+	// a *gwerr.Error 409. Default 32.
+	PluginsPerWorkspace int
+	// MemoryPerWorkspace bounds, in bytes, the wasm linear memory of one workspace's live instances together.
+	// Each instance is charged, for as long as it lives, the most its memory can grow to (its module's declared
+	// maximum or MemoryLimitMiB, whichever is smaller), because a call can grow it that far before the host
+	// can stop it. A Load is refused (409) unless every plugin of the workspace can have one instance within
+	// the bound; beyond that, a call that would need a new instance first closes idle instances of the
+	// workspace's other plugins and otherwise waits for an instance or for memory, bounded by its context.
+	// Default 1 GiB; it must hold at least one instance of MemoryLimitMiB.
+	MemoryPerWorkspace int64
+	// LogLinesPerCall is the most lines one call (or one instantiation) may log through the log host
+	// function; the rest are dropped and counted (Stats.LogLinesDropped). Default 16.
+	LogLinesPerCall int
+	// LogLinesPerSecond is the rate of each plugin's log lines, all calls together, with bursts of up to four
+	// seconds' worth; lines past it are dropped and counted. Default 50.
+	LogLinesPerSecond int
 	// Logger receives the guests' log host calls (with "workspace" and "plugin" attributes) and the engine's
 	// own messages. Default slog.Default().
 	Logger *slog.Logger
@@ -78,6 +99,18 @@ func (o *Options) EnsureDefaults() {
 	if o.IdleTimeout <= 0 {
 		o.IdleTimeout = DefaultIdleTimeout
 	}
+	if o.PluginsPerWorkspace <= 0 {
+		o.PluginsPerWorkspace = DefaultPluginsPerWorkspace
+	}
+	if o.MemoryPerWorkspace <= 0 {
+		o.MemoryPerWorkspace = DefaultMemoryPerWorkspace
+	}
+	if o.LogLinesPerCall <= 0 {
+		o.LogLinesPerCall = DefaultLogLinesPerCall
+	}
+	if o.LogLinesPerSecond <= 0 {
+		o.LogLinesPerSecond = DefaultLogLinesPerSecond
+	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
@@ -94,6 +127,13 @@ func (o *Options) Validate() error {
 	}
 	if o.MaxInstances > 1024 {
 		errs = append(errs, fmt.Errorf("plugins: MaxInstances %d is above 1024", o.MaxInstances))
+	}
+	if o.PluginsPerWorkspace > 10000 {
+		errs = append(errs, fmt.Errorf("plugins: PluginsPerWorkspace %d is above 10000", o.PluginsPerWorkspace))
+	}
+	if limit := int64(o.MemoryLimitMiB) << 20; o.MemoryPerWorkspace > 0 && o.MemoryPerWorkspace < limit {
+		errs = append(errs, fmt.Errorf("plugins: MemoryPerWorkspace (--plugin-memory-per-workspace) of %s cannot hold one instance of MemoryLimitMiB (%d MiB)",
+			mib(o.MemoryPerWorkspace), o.MemoryLimitMiB))
 	}
 	return errors.Join(errs...)
 }
@@ -248,6 +288,16 @@ type workspace struct {
 	plugins  map[string]*plugin
 	lastCall atomic.Int64 // unix nanoseconds of the last call's start
 	loads    int          // Loads in progress; guarded by Engine.mu
+
+	// installMu makes a Load's admission (the plugin count and memory bounds), its save and its swap one step,
+	// so that two Loads cannot both fit in the room left for one, nor store one module and serve another.
+	installMu sync.Mutex
+
+	budget   int64 // Options.MemoryPerWorkspace
+	memMu    sync.Mutex
+	memUsed  int64         // bytes charged to live instances; guarded by memMu
+	memWake  chan struct{} // closed (and replaced) when memory is released or an instance goes idle; guarded by memMu
+	memWaits atomic.Int32  // callers waiting for memory, so that put signals only when someone listens
 }
 
 // plugin is a loaded plugin: its current version (swapped atomically by Load) and its statistics, which
@@ -256,6 +306,7 @@ type plugin struct {
 	id     string
 	ws     *workspace
 	cur    atomic.Pointer[version]
+	logs   *logLimiter // shared by the plugin's versions
 	calls  atomic.Uint64
 	errors atomic.Uint64
 	nanos  atomic.Int64
@@ -270,6 +321,12 @@ type Stats struct {
 	Instances int
 	// SHA256 is the hex digest of the current version's module.
 	SHA256 string
+	// Memory is the bytes charged to the workspace's MemoryPerWorkspace for each instance of the current
+	// version: the most its linear memory can grow to.
+	Memory int64
+	// LogLinesDropped counts the log lines the plugin's guests wrote past LogLinesPerCall or
+	// LogLinesPerSecond.
+	LogLinesDropped uint64
 }
 
 // Stats returns the plugin's counters, or false when the workspace has no such plugin.
@@ -283,11 +340,13 @@ func (e *Engine) Stats(workspaceID, id string) (Stats, bool) {
 		return Stats{}, false
 	}
 	return Stats{
-		Calls:     p.calls.Load(),
-		Errors:    p.errors.Load(),
-		Duration:  time.Duration(p.nanos.Load()),
-		Instances: len(v.tokens),
-		SHA256:    fmt.Sprintf("%x", v.sha),
+		Calls:           p.calls.Load(),
+		Errors:          p.errors.Load(),
+		Duration:        time.Duration(p.nanos.Load()),
+		Instances:       len(v.tokens),
+		SHA256:          fmt.Sprintf("%x", v.sha),
+		Memory:          v.mem,
+		LogLinesDropped: p.logs.dropped.Load(),
 	}, true
 }
 
@@ -342,7 +401,8 @@ func (e *Engine) acquireWorkspace(ctx context.Context, workspaceID string) (*wor
 		_ = rt.Close(ctx)
 		return nil, fmt.Errorf("plugins: workspace %s: host modules: %w", workspaceID, err)
 	}
-	ws := &workspace{id: workspaceID, rt: rt, plugins: make(map[string]*plugin), loads: 1}
+	ws := &workspace{id: workspaceID, rt: rt, plugins: make(map[string]*plugin), loads: 1,
+		budget: e.opts.MemoryPerWorkspace, memWake: make(chan struct{})}
 	ws.lastCall.Store(time.Now().UnixNano())
 	e.workspaces[workspaceID] = ws
 	if !e.sweeping {
@@ -374,12 +434,24 @@ func instantiateHost(ctx context.Context, rt wazero.Runtime) error {
 }
 
 // Load compiles wasm (once per content: the compilation cache is keyed by SHA-256), checks it against ABI v1,
-// instantiates one instance to prove that it initialises, and makes it the plugin's current version. Calls in
-// flight finish on the old version, whose instances are closed once idle; new calls use the new one. Loading
-// the bytes of the current version again does nothing.
+// instantiates one instance to prove that it initialises and that its first call (gateway_alloc) works, and
+// makes it the plugin's current version. Calls in flight finish on the old version, whose instances are closed
+// once idle; new calls use the new one. Loading the bytes of the current version again does nothing. A module
+// that fails leaves the current version serving.
 //
-// A module that is not valid wasm, breaks the ABI or does not initialise is a *gwerr.Error 400.
+// A module that is not valid wasm, breaks the ABI, is a WASI command rather than a reactor, does not initialise
+// or traps in its first call is a *gwerr.Error 400. One more plugin than PluginsPerWorkspace, or one whose
+// instance would not fit in MemoryPerWorkspace beside one instance of each other plugin, is a *gwerr.Error 409.
 func (e *Engine) Load(ctx context.Context, workspaceID, id string, wasm []byte) error {
+	return e.Install(ctx, workspaceID, id, wasm, nil)
+}
+
+// Install is Load with a step between proving the module and serving it: save (storing the module, say) runs
+// once the module has loaded and been admitted, and the new version serves only if save returns nil, whose
+// error Install then returns. So what is stored is what loaded, and what serves is what was stored. Installs
+// of one workspace save and swap one at a time. save may be nil; it runs also when wasm is the current
+// version's module.
+func (e *Engine) Install(ctx context.Context, workspaceID, id string, wasm []byte, save func() error) error {
 	if err := storage.CheckID("workspace id", workspaceID); err != nil {
 		return gwerr.BadRequest("workspace_id", "%v", err)
 	}
@@ -397,7 +469,12 @@ func (e *Engine) Load(ctx context.Context, workspaceID, id string, wasm []byte) 
 	ws.mu.RUnlock()
 	if p != nil {
 		if v := p.cur.Load(); v != nil && v.sha == sum {
-			return nil
+			if save == nil {
+				return nil
+			}
+			ws.installMu.Lock()
+			defer ws.installMu.Unlock()
+			return save()
 		}
 	}
 
@@ -413,21 +490,32 @@ func (e *Engine) Load(ctx context.Context, workspaceID, id string, wasm []byte) 
 		return err
 	}
 	v := newVersion(e, ws, id, sum, compiled)
-	inst, err := v.instantiate(ctx)
-	if err != nil {
+	// Refuse what cannot fit before spending an instance on it; the check that counts is made again below,
+	// with the swap.
+	if err := e.admit(ws, id, v); err != nil {
 		_ = compiled.Close(ctx)
-		if ctx.Err() != nil {
-			return fmt.Errorf("plugins: load %s: %w", id, ctx.Err())
-		}
+		return err
+	}
+	if err := v.prove(ctx); err != nil {
+		_ = compiled.Close(ctx)
 		if e.isClosed() {
 			return ErrClosed
 		}
-		return &gwerr.Error{Status: http.StatusBadRequest, Code: gwerr.CodeInvalidRequest,
-			Message: fmt.Sprintf("plugin %q does not initialise: %v", id, err), Err: err}
+		return err
 	}
-	v.tokens <- struct{}{}
-	v.idle <- inst
 
+	ws.installMu.Lock()
+	defer ws.installMu.Unlock()
+	if err := e.admit(ws, id, v); err != nil {
+		v.retire()
+		return err
+	}
+	if save != nil {
+		if err := save(); err != nil {
+			v.retire()
+			return err
+		}
+	}
 	ws.mu.Lock()
 	if ws.plugins == nil { // the engine closed meanwhile
 		ws.mu.Unlock()
@@ -436,17 +524,55 @@ func (e *Engine) Load(ctx context.Context, workspaceID, id string, wasm []byte) 
 	}
 	p = ws.plugins[id]
 	if p == nil {
-		p = &plugin{id: id, ws: ws}
+		p = &plugin{id: id, ws: ws, logs: v.logs}
 		ws.plugins[id] = p
 	}
+	v.logs = p.logs // before the swap publishes v: calls find the plugin's limiter
 	old := p.cur.Swap(v)
 	ws.mu.Unlock()
 	ws.lastCall.Store(time.Now().UnixNano())
 	if old != nil {
 		old.retire()
 	}
-	e.log.Debug("plugin loaded", "workspace", workspaceID, "plugin", id, "sha256", fmt.Sprintf("%x", sum), "replaced", old != nil)
+	e.log.Debug("plugin loaded", "workspace", workspaceID, "plugin", id, "sha256", fmt.Sprintf("%x", sum), "replaced", old != nil,
+		"memory_per_instance", v.mem)
 	return nil
+}
+
+// admit checks that the workspace can take v as plugin id (a new plugin or a new version of one): the count
+// of plugins, and one instance of each within the memory bound. It returns a *gwerr.Error 409 naming the
+// limit and the gateway flag that sets it.
+func (e *Engine) admit(ws *workspace, id string, v *version) error {
+	n, mem := 0, v.mem
+	ws.mu.RLock()
+	for other, p := range ws.plugins {
+		if other == id {
+			continue
+		}
+		if cur := p.cur.Load(); cur != nil {
+			n++
+			mem += cur.mem
+		}
+	}
+	ws.mu.RUnlock()
+	if n >= e.opts.PluginsPerWorkspace {
+		return &gwerr.Error{Status: http.StatusConflict, Code: gwerr.CodeConflict, Param: "id",
+			Message: fmt.Sprintf("the workspace already has %d plugins, the most allowed (--plugins-per-workspace): delete one before adding %q", n, id)}
+	}
+	if mem > ws.budget {
+		return &gwerr.Error{Status: http.StatusConflict, Code: gwerr.CodeConflict, Param: "body",
+			Message: fmt.Sprintf("plugin %q needs %s of wasm memory per instance, and with one instance of each of the workspace's other plugins (%s) that is more than the %s allowed (--plugin-memory-per-workspace): declare a smaller maximum memory in the module, or delete a plugin",
+				id, mib(v.mem), mib(mem-v.mem), mib(ws.budget))}
+	}
+	return nil
+}
+
+// mib formats a byte count for messages.
+func mib(n int64) string {
+	if n%(1<<20) == 0 {
+		return fmt.Sprintf("%d MiB", n>>20)
+	}
+	return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
 }
 
 // Remove unloads the plugin: new calls get a not-found error, calls in flight finish. It reports whether the
@@ -476,12 +602,17 @@ func (e *Engine) Remove(workspaceID, id string) bool {
 // LoadStored loads every stored plugin of every workspace, as at start. A plugin that cannot be read or
 // loaded is logged and skipped; only failing to list the workspaces, the end of ctx or the engine's Close
 // stops it with an error. It may run in the background while the engine serves calls.
+//
+// A module that fails for a reason of its own (a *gwerr.Error 400: not wasm, breaks the ABI, does not
+// initialise) is marked in the store (storage.Plugin.LoadError), and later starts skip it with one log line
+// instead of compiling it again; storing the plugin again clears the mark. A plugin refused for the
+// workspace's bounds (409), or whose initialisation ran out of time, is not marked: it may load another time.
 func (e *Engine) LoadStored(ctx context.Context, st *storage.Store) error {
 	wss, err := st.Workspaces.List()
 	if err != nil {
 		return fmt.Errorf("plugins: list workspaces: %w", err)
 	}
-	loaded, failed := 0, 0
+	loaded, failed, skipped := 0, 0, 0
 	for _, ws := range wss {
 		ps, err := st.Plugins.List(ws.ID)
 		if err != nil {
@@ -491,6 +622,12 @@ func (e *Engine) LoadStored(ctx context.Context, st *storage.Store) error {
 		for _, meta := range ps {
 			if err := ctx.Err(); err != nil {
 				return fmt.Errorf("plugins: load stored plugins: %w", err)
+			}
+			if meta.LoadError != "" {
+				skipped++
+				e.log.Warn("plugins: skipping a stored plugin that failed to load before; store it again to retry",
+					"workspace", ws.ID, "plugin", meta.ID, "sha256", meta.SHA256, "error", meta.LoadError)
+				continue
 			}
 			wasm, err := st.Plugins.Wasm(ws.ID, meta.ID)
 			if err == nil {
@@ -509,13 +646,23 @@ func (e *Engine) LoadStored(ctx context.Context, st *storage.Store) error {
 			}
 			if err != nil {
 				failed++
-				e.log.Error("plugins: skipping a stored plugin that does not load", "workspace", ws.ID, "plugin", meta.ID, "error", err)
+				msg := err.Error()
+				var ge *gwerr.Error
+				if errors.As(err, &ge) {
+					msg = ge.Message
+				}
+				e.log.Error("plugins: skipping a stored plugin that does not load", "workspace", ws.ID, "plugin", meta.ID, "error", msg)
+				if ge != nil && ge.Status == http.StatusBadRequest && !errors.As(err, new(transientError)) {
+					if err := st.Plugins.SetLoadError(ws.ID, meta.ID, meta.SHA256, msg); err != nil {
+						e.log.Warn("plugins: cannot mark a stored plugin that does not load", "workspace", ws.ID, "plugin", meta.ID, "error", err)
+					}
+				}
 				continue
 			}
 			loaded++
 		}
 	}
-	e.log.Info("plugins: stored plugins loaded", "loaded", loaded, "failed", failed)
+	e.log.Info("plugins: stored plugins loaded", "loaded", loaded, "failed", failed, "skipped", skipped)
 	return nil
 }
 

@@ -17,19 +17,21 @@ import (
 )
 
 // The test guests are Go programs under testdata/guests, built once per test run with the stock toolchain
-// (GOOS=wasip1 GOARCH=wasm -buildmode=c-shared) and compiled once into a compilation cache that every engine of
-// the run shares (in memory, backed by a file cache in a temp dir). Compiling a Go guest is the slowest step
-// (about 1.5 s, 15 s under -race), so the guests are built and compiled concurrently, once, and kept compiled
-// until the run ends.
+// (GOOS=wasip1 GOARCH=wasm -buildmode=c-shared; basic-command without it) and compiled once into a compilation
+// cache that every engine of the run shares (in memory, backed by a file cache in a temp dir). Compiling a Go
+// guest is the slowest step (about 1.5 s, 15 s under -race), so the guests are built and compiled
+// concurrently, once, and kept compiled until the run ends.
 
 // Guests of the run: name → build.
 var guestSpecs = map[string]struct {
 	dir     string
 	ldflags string
+	command bool // built without -buildmode=c-shared: a WASI command, as a plugin author may do by mistake
 }{
-	"basic":    {dir: "basic"},
-	"basic-v2": {dir: "basic", ldflags: "-X main.version=v2"},
-	"badabi":   {dir: "badabi"},
+	"basic":         {dir: "basic"},
+	"basic-v2":      {dir: "basic", ldflags: "-X main.version=v2"},
+	"badabi":        {dir: "badabi"},
+	"basic-command": {dir: "basic", command: true},
 }
 
 var (
@@ -94,7 +96,10 @@ func buildGuests(goCmd string) (map[string][]byte, error) {
 		go func() {
 			defer wg.Done()
 			dst := filepath.Join(testDir, name+".wasm")
-			args := []string{"build", "-buildmode=c-shared", "-o", dst}
+			args := []string{"build", "-o", dst}
+			if !spec.command {
+				args = append(args, "-buildmode=c-shared")
+			}
 			if spec.ldflags != "" {
 				args = append(args, "-ldflags="+spec.ldflags)
 			}
@@ -192,9 +197,11 @@ type wasmModule struct {
 		module, name string
 		fn           wasmFunc
 	}
-	funcs   map[string]wasmFunc // exported functions
-	memory  bool                // define and export "memory" (1 page)
-	initial string              // an export named "_initialize" with this body: "trap" or "loop"
+	funcs    map[string]wasmFunc // exported functions
+	memory   bool                // define and export "memory" (1 page)
+	maxPages uint32              // the memory's declared maximum, in pages; 0: none
+	initial  string              // an export named "_initialize" with this body: "trap" or "loop"
+	command  bool                // export an empty "_start", as a WASI command does
 }
 
 func leb(n uint32) []byte {
@@ -252,6 +259,10 @@ func (m wasmModule) bytes() []byte {
 		names = append(names, "_initialize")
 		fns = append(fns, wasmFunc{body: []byte{0x03, 0x40, 0x0c, 0x00, 0x0b}}) // loop br 0 end
 	}
+	if m.command {
+		names = append(names, "_start")
+		fns = append(fns, wasmFunc{})
+	}
 	for i, f := range fns {
 		funcs = append(funcs, leb(typeOf(f)))
 		body := f.body
@@ -277,7 +288,9 @@ func (m wasmModule) bytes() []byte {
 		out = append(out, section(2, imports...)...)
 	}
 	out = append(out, section(3, funcs...)...)
-	if m.memory {
+	if m.memory && m.maxPages > 0 {
+		out = append(out, section(5, append([]byte{0x01, 0x01}, leb(m.maxPages)...))...) // min 1 page, a max
+	} else if m.memory {
 		out = append(out, section(5, []byte{0x00, 0x01})...) // min 1 page, no max
 	}
 	out = append(out, section(7, exports...)...)

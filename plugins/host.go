@@ -6,6 +6,8 @@ import (
 	"log/slog"
 	"math"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/tetratelabs/wazero"
@@ -19,6 +21,8 @@ type callCtx struct {
 	context.Context
 	v   *version
 	req RequestView
+
+	logged, dropped int // log lines of this call written and dropped
 }
 
 type callKey struct{}
@@ -61,7 +65,9 @@ func hostModule(rt wazero.Runtime) wazero.HostModuleBuilder {
 		Export(hostapi.ImportRequestField)
 }
 
-// hostLog writes a guest's message to the engine's logger with the plugin's workspace and ID.
+// hostLog writes a guest's message to the engine's logger with the plugin's workspace and ID, within the limits
+// of LogLinesPerCall and the plugin's LogLinesPerSecond; lines past them are dropped and counted (a guest that
+// logs in a loop would otherwise write megabytes per request).
 func hostLog(ctx context.Context, mod api.Module, stack []uint64) {
 	level, ptr, n := api.DecodeI32(stack[0]), api.DecodeU32(stack[1]), api.DecodeU32(stack[2])
 	cut := n > maxLogBytes
@@ -90,12 +96,73 @@ func hostLog(ctx context.Context, mod api.Module, stack []uint64) {
 	if !c.v.log.Enabled(ctx, lv) {
 		return
 	}
+	if c.logged >= c.v.e.opts.LogLinesPerCall || !c.v.logs.allow(time.Now()) {
+		c.dropped++
+		c.v.logs.dropped.Add(1)
+		return
+	}
+	c.logged++
 	msg := strings.ToValidUTF8(string(b), "\uFFFD")
 	if cut {
 		c.v.log.Log(ctx, lv, msg, "truncated", true)
 		return
 	}
 	c.v.log.Log(ctx, lv, msg)
+}
+
+// endLogs reports the log lines the call dropped, if any, in a summary line: at most one per plugin every
+// logSummaryEvery, counting every line dropped since the last.
+func (c *callCtx) endLogs() {
+	if c.dropped == 0 {
+		return
+	}
+	l := c.v.logs
+	now := time.Now().UnixNano()
+	last := l.summaryAt.Load()
+	if last != 0 && now-last < int64(logSummaryEvery) || !l.summaryAt.CompareAndSwap(last, now) {
+		return
+	}
+	total := l.dropped.Load()
+	if n := total - l.reported.Swap(total); n > 0 {
+		c.v.log.Warn("plugin log lines dropped", "dropped", n, "dropped_total", total,
+			"lines_per_call", c.v.e.opts.LogLinesPerCall, "lines_per_second", c.v.e.opts.LogLinesPerSecond)
+	}
+}
+
+// logSummaryEvery spaces the summaries of dropped log lines of one plugin.
+const logSummaryEvery = 10 * time.Second
+
+// logLimiter is a plugin's token bucket of log lines, shared by its versions, and its count of dropped lines.
+type logLimiter struct {
+	mu     sync.Mutex
+	tokens float64
+	last   time.Time
+	rate   float64 // lines per second
+	burst  float64
+
+	dropped   atomic.Uint64
+	reported  atomic.Uint64 // dropped, as of the last summary
+	summaryAt atomic.Int64  // unix nanoseconds of the last summary
+}
+
+func newLogLimiter(perSecond int) *logLimiter {
+	r := float64(perSecond)
+	return &logLimiter{rate: r, burst: 4 * r, tokens: 4 * r}
+}
+
+// allow takes a token for one line, if there is one.
+func (l *logLimiter) allow(now time.Time) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !l.last.IsZero() {
+		l.tokens = min(l.burst, l.tokens+now.Sub(l.last).Seconds()*l.rate)
+	}
+	l.last = now
+	if l.tokens < 1 {
+		return false
+	}
+	l.tokens--
+	return true
 }
 
 func hostNowUnixMs(_ context.Context, _ api.Module, stack []uint64) {

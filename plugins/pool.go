@@ -5,14 +5,17 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
 
 	"github.com/llmgw/gateway/hostapi"
+	"github.com/llmgw/gateway/runtime/gwerr"
 )
 
 // version is one loaded module of a plugin with its pool of instances. A plugin's current version is swapped
@@ -28,6 +31,8 @@ type version struct {
 	sha      [32]byte
 	compiled wazero.CompiledModule
 	log      *slog.Logger
+	mem      int64       // bytes charged to the workspace per instance: the most its memory can grow to
+	logs     *logLimiter // the plugin's
 
 	idle   chan *instance
 	tokens chan struct{}
@@ -56,10 +61,24 @@ func newVersion(e *Engine, ws *workspace, id string, sum [32]byte, compiled waze
 		sha:       sum,
 		compiled:  compiled,
 		log:       e.log.With("workspace", ws.id, "plugin", id),
+		mem:       instanceMemory(compiled, e.opts.MemoryLimitMiB),
+		logs:      newLogLimiter(e.opts.LogLinesPerSecond),
 		idle:      make(chan *instance, n),
 		tokens:    make(chan struct{}, n),
 		retiredCh: make(chan struct{}),
 	}
+}
+
+// instanceMemory is the most an instance's linear memory can grow to: the module's declared maximum, capped by
+// the runtime's limit. Go guests declare none, so they get the limit.
+func instanceMemory(compiled wazero.CompiledModule, limitMiB uint32) int64 {
+	pages := limitMiB * 16 // 64 KiB pages
+	for _, m := range compiled.ExportedMemories() {
+		if max, ok := m.Max(); ok && max < pages {
+			pages = max
+		}
+	}
+	return int64(pages) << 16
 }
 
 // instance is one instantiated guest. It serves one call at a time; its fields other than v are touched only
@@ -102,10 +121,12 @@ func (v *version) instantiate(ctx context.Context) (*instance, error) {
 	ictx, cancel := context.WithTimeout(ctx, v.e.opts.initTimeout)
 	defer cancel()
 	stderr := &stderrBuf{}
-	mod, err := v.ws.rt.InstantiateModule(&callCtx{Context: ictx, v: v}, v.compiled, v.e.modConfig.WithStderr(stderr))
+	cc := &callCtx{Context: ictx, v: v}
+	mod, err := v.ws.rt.InstantiateModule(cc, v.compiled, v.e.modConfig.WithStderr(stderr))
+	cc.endLogs()
 	if err != nil {
 		if ictx.Err() != nil && ctx.Err() == nil {
-			return nil, fmt.Errorf("_initialize ran past %s", v.e.opts.initTimeout)
+			return nil, initTimeout(v.e.opts.initTimeout)
 		}
 		if line := firstLine(string(stderr.b)); line != "" {
 			return nil, fmt.Errorf("%s (%s)", line, firstLine(err.Error()))
@@ -128,46 +149,163 @@ func (v *version) instantiate(ctx context.Context) (*instance, error) {
 	return inst, nil
 }
 
-// get takes an idle instance, or makes one while fewer than MaxInstances exist, or waits for either, bounded
-// by ctx. It returns errRetired when the version is retired while waiting or before growing.
+// prove makes the version's first instance, charged to the workspace's memory (waiting for room, bounded by
+// ctx), and makes its first call, gateway_alloc, which every call begins with: a module that cannot serve
+// fails here, at load, rather than in every request. The instance joins the pool. A failure is a *gwerr.Error
+// 400, unless ctx ended.
+func (v *version) prove(ctx context.Context) error {
+	if err := v.ws.reserveWait(ctx, v.mem, v); err != nil {
+		return fmt.Errorf("plugins: load %s: waiting for the workspace's plugin memory: %w", v.id, err)
+	}
+	inst, err := v.instantiate(ctx)
+	if err != nil {
+		ge := &gwerr.Error{Status: http.StatusBadRequest, Code: gwerr.CodeInvalidRequest, Param: "body",
+			Message: fmt.Sprintf("plugin %q does not initialise: %v", v.id, err)}
+		if errors.As(err, new(initTimeout)) {
+			err = transientError{ge}
+		} else {
+			err = ge
+		}
+	} else if err = inst.smoke(ctx); err != nil {
+		_ = inst.mod.Close(closeCtx)
+	}
+	if err != nil {
+		v.ws.release(v.mem)
+		if ctx.Err() != nil {
+			return fmt.Errorf("plugins: load %s: %w", v.id, ctx.Err())
+		}
+		return err
+	}
+	v.tokens <- struct{}{}
+	v.idle <- inst
+	return nil
+}
+
+// smokeAlloc is the size the smoke call asks of gateway_alloc.
+const smokeAlloc = 16
+
+// smoke makes the instance's first call: gateway_alloc, as every call with an input does. A Go guest built
+// without -buildmode=c-shared, whose runtime nothing initialised, traps here ("wasmexport function called
+// before runtime initialization"), as does any guest that cannot take an input. It returns a *gwerr.Error 400.
+func (inst *instance) smoke(ctx context.Context) error {
+	v := inst.v
+	cctx, cancel := context.WithTimeout(ctx, v.e.opts.initTimeout)
+	defer cancel()
+	inst.stderr.b = inst.stderr.b[:0]
+	inst.stack[0] = smokeAlloc
+	cc := &callCtx{Context: cctx, v: v}
+	err := inst.alloc.CallWithStack(cc, inst.stack)
+	cc.endLogs()
+	var what string
+	transient := false
+	switch {
+	case err != nil && ctx.Err() != nil:
+		return ctx.Err()
+	case err != nil && cctx.Err() != nil:
+		what = fmt.Sprintf("it ran past %s", v.e.opts.initTimeout)
+		transient = true
+	case err != nil:
+		what = firstLine(err.Error())
+		if line := firstLine(string(inst.stderr.b)); line != "" {
+			what = line + " (" + what + ")"
+		}
+	default:
+		if ptr := uint32(inst.stack[0]); uint64(ptr)+smokeAlloc > uint64(inst.mem.Size()) {
+			what = fmt.Sprintf("it returned %#x, outside the module's memory of %d bytes", ptr, inst.mem.Size())
+		}
+	}
+	inst.stderr.b = inst.stderr.b[:0]
+	if what == "" {
+		return nil
+	}
+	msg := fmt.Sprintf("plugin %q fails its first call, %s(%d): %s", v.id, hostapi.ExportAlloc, smokeAlloc, what)
+	if strings.Contains(what, "runtime initialization") {
+		msg += "; build a Go guest as a reactor: GOOS=wasip1 GOARCH=wasm go build -buildmode=c-shared"
+	}
+	ge := &gwerr.Error{Status: http.StatusBadRequest, Code: gwerr.CodeInvalidRequest, Param: "body", Message: msg}
+	if transient {
+		return transientError{ge}
+	}
+	return ge
+}
+
+// initTimeout is the error of an instantiation stopped after its time.
+type initTimeout time.Duration
+
+func (d initTimeout) Error() string { return fmt.Sprintf("_initialize ran past %s", time.Duration(d)) }
+
+// transientError is a load's *gwerr.Error that another try may not repeat (a deadline passed on a busy
+// machine), so LoadStored does not record it as the module's fault.
+type transientError struct{ err *gwerr.Error }
+
+func (t transientError) Error() string { return t.err.Error() }
+func (t transientError) Unwrap() error { return t.err }
+
+// get takes an idle instance, or makes one while fewer than MaxInstances exist and the workspace's memory has
+// room for it (closing idle instances of its other plugins to make some), or waits for either, bounded by ctx.
+// It returns errRetired when the version is retired while waiting or before growing.
 func (v *version) get(ctx context.Context) (*instance, error) {
 	select {
 	case inst := <-v.idle:
 		return inst, nil
 	default:
 	}
-	select {
-	case v.tokens <- struct{}{}:
-		return v.grow(ctx)
-	default:
-	}
-	select {
-	case inst := <-v.idle:
-		return inst, nil
-	case v.tokens <- struct{}{}:
-		return v.grow(ctx)
-	case <-v.retiredCh:
-		return nil, errRetired
-	case <-ctx.Done():
-		return nil, fmt.Errorf("plugins: plugin %q: waiting for a free instance: %w", v.id, ctx.Err())
+	ws := v.ws
+	waiting := false
+	defer func() {
+		if waiting {
+			ws.memWaits.Add(-1)
+		}
+	}()
+	for {
+		wake := ws.wakeup()
+		select {
+		case v.tokens <- struct{}{}:
+			if ws.reserve(v.mem, v) {
+				return v.grow(ctx)
+			}
+			<-v.tokens
+		default:
+		}
+		if !waiting {
+			// Count this caller before trying again, so that an instance put back from now on wakes it.
+			waiting = true
+			ws.memWaits.Add(1)
+			continue
+		}
+		select {
+		case inst := <-v.idle:
+			return inst, nil
+		case <-wake: // an instance was closed or put back: there may be a token or memory
+		case <-v.retiredCh:
+			return nil, errRetired
+		case <-ctx.Done():
+			return nil, fmt.Errorf("plugins: plugin %q: waiting for a free instance: %w", v.id, ctx.Err())
+		}
 	}
 }
 
-// grow makes an instance for the token the caller just took.
+// grow makes an instance for the token and the memory the caller just took.
 func (v *version) grow(ctx context.Context) (*instance, error) {
 	if v.retired.Load() {
-		<-v.tokens
+		v.free()
 		return nil, errRetired
 	}
 	inst, err := v.instantiate(ctx)
 	if err != nil {
-		<-v.tokens
+		v.free()
 		if ctx.Err() != nil {
 			return nil, fmt.Errorf("plugins: plugin %q: instantiate: %w", v.id, ctx.Err())
 		}
 		return nil, fmt.Errorf("plugins: plugin %q: instantiate: %w: %w", v.id, ErrTrap, err)
 	}
 	return inst, nil
+}
+
+// free gives back an instance's token and memory.
+func (v *version) free() {
+	<-v.tokens
+	v.ws.release(v.mem)
 }
 
 // put returns a healthy instance to the pool, or closes it when the version is retired.
@@ -178,15 +316,18 @@ func (v *version) put(inst *instance) {
 	}
 	select {
 	case v.idle <- inst:
+		if v.ws.memWaits.Load() > 0 { // a caller of another plugin may be waiting to close it for memory
+			v.ws.signal()
+		}
 	default: // cannot happen: idle has room for every token
 		v.discard(inst)
 	}
 }
 
-// discard closes an instance that failed (or is no longer wanted) and frees its token.
+// discard closes an instance that failed (or is no longer wanted) and frees its token and memory.
 func (v *version) discard(inst *instance) {
 	_ = inst.mod.Close(closeCtx)
-	<-v.tokens
+	v.free()
 }
 
 // drain closes the idle instances and returns how many.
@@ -195,8 +336,7 @@ func (v *version) drain() int {
 	for {
 		select {
 		case inst := <-v.idle:
-			_ = inst.mod.Close(closeCtx)
-			<-v.tokens
+			v.discard(inst)
 			n++
 		default:
 			return n
@@ -245,4 +385,93 @@ func (p *plugin) acquire() *version {
 		}
 		v.release() // retired after the swap, so p.cur has moved on
 	}
+}
+
+// wakeup returns the channel closed at the next release of memory or signal.
+func (ws *workspace) wakeup() <-chan struct{} {
+	ws.memMu.Lock()
+	defer ws.memMu.Unlock()
+	return ws.memWake
+}
+
+// signal wakes the callers waiting for memory or an instance.
+func (ws *workspace) signal() {
+	ws.memMu.Lock()
+	close(ws.memWake)
+	ws.memWake = make(chan struct{})
+	ws.memMu.Unlock()
+}
+
+// release gives back n bytes charged by reserve and wakes the waiters.
+func (ws *workspace) release(n int64) {
+	ws.memMu.Lock()
+	ws.memUsed -= n
+	close(ws.memWake)
+	ws.memWake = make(chan struct{})
+	ws.memMu.Unlock()
+}
+
+// reserve charges n bytes to the workspace if they fit, closing idle instances of the workspace's versions
+// other than self to make room. It reports whether it charged them.
+func (ws *workspace) reserve(n int64, self *version) bool {
+	for {
+		ws.memMu.Lock()
+		if ws.memUsed+n <= ws.budget {
+			ws.memUsed += n
+			ws.memMu.Unlock()
+			return true
+		}
+		need := ws.memUsed + n - ws.budget
+		ws.memMu.Unlock()
+		if !ws.evictIdle(need, self) {
+			return false
+		}
+	}
+}
+
+// reserveWait is reserve that waits for memory to be released, bounded by ctx.
+func (ws *workspace) reserveWait(ctx context.Context, n int64, self *version) error {
+	ws.memWaits.Add(1)
+	defer ws.memWaits.Add(-1)
+	for {
+		wake := ws.wakeup()
+		if ws.reserve(n, self) {
+			return nil
+		}
+		select {
+		case <-wake:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// evictIdle closes idle instances of the workspace's current versions other than self until need bytes are
+// freed or none is left. It reports whether it closed any.
+func (ws *workspace) evictIdle(need int64, self *version) bool {
+	ws.mu.RLock()
+	vs := make([]*version, 0, len(ws.plugins))
+	for _, p := range ws.plugins {
+		if v := p.cur.Load(); v != nil && v != self {
+			vs = append(vs, v)
+		}
+	}
+	ws.mu.RUnlock()
+	var freed int64
+	for _, v := range vs {
+		for freed < need {
+			select {
+			case inst := <-v.idle:
+				v.discard(inst)
+				freed += v.mem
+				continue
+			default:
+			}
+			break
+		}
+		if freed >= need {
+			break
+		}
+	}
+	return freed > 0
 }

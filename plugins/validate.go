@@ -82,7 +82,8 @@ var abiExports = []struct {
 
 // Validate compiles wasm and checks it against ABI v1: the three exports with their signatures, a memory,
 // and imports only of the host functions of gateway_v1 and wasi_snapshot_preview1, with the host's
-// signatures. A module that fails is a *gwerr.Error 400 whose message names every problem, e.g.
+// signatures, and a reactor (a WASI command, which exports _start and no _initialize, is refused). A module
+// that fails is a *gwerr.Error 400 whose message names every problem, e.g.
 //
 //	plugin module does not follow ABI v1: missing export "gateway_call" (i32, i32, i32) -> i64; imports "env"."fetch", which the host does not offer
 //
@@ -147,9 +148,11 @@ func (e *Engine) compile(ctx context.Context, rt wazero.Runtime, wasm []byte) (c
 	return cm, nil
 }
 
+// invalidModule is the 400 of a module wazero cannot compile. The cause is in the message only: as Err too, it
+// would be printed twice by Error ("invalid magic number: invalid magic number").
 func invalidModule(err error) *gwerr.Error {
-	return &gwerr.Error{Status: http.StatusBadRequest, Code: gwerr.CodeInvalidRequest,
-		Message: fmt.Sprintf("not a valid WebAssembly module: %v", err), Err: err}
+	return &gwerr.Error{Status: http.StatusBadRequest, Code: gwerr.CodeInvalidRequest, Param: "body",
+		Message: fmt.Sprintf("not a valid WebAssembly module: %v", err)}
 }
 
 // offeredImports returns the host functions a guest may import, by module and name. They are read from the
@@ -176,6 +179,14 @@ func (e *Engine) offeredImports(rt wazero.Runtime) map[string]map[string]api.Fun
 func (e *Engine) checkABI(rt wazero.Runtime, compiled wazero.CompiledModule) error {
 	var problems []string
 	exports := compiled.ExportedFunctions()
+	if _, command := exports["_start"]; command {
+		if _, reactor := exports["_initialize"]; !reactor {
+			// The host runs only _initialize: a command's runtime would never start, and every call would trap
+			// (a Go guest's in gateway_alloc: "wasmexport function called before runtime initialization").
+			problems = append(problems, `it is a WASI command (it exports "_start" and no "_initialize"), which the host never starts: `+
+				"build a reactor, for a Go guest with GOOS=wasip1 GOARCH=wasm go build -buildmode=c-shared")
+		}
+	}
 	for _, want := range abiExports {
 		f, ok := exports[want.name]
 		switch {
@@ -213,6 +224,6 @@ func (e *Engine) checkABI(rt wazero.Runtime, compiled wazero.CompiledModule) err
 	if len(problems) == 0 {
 		return nil
 	}
-	return &gwerr.Error{Status: http.StatusBadRequest, Code: gwerr.CodeInvalidRequest,
+	return &gwerr.Error{Status: http.StatusBadRequest, Code: gwerr.CodeInvalidRequest, Param: "body",
 		Message: "plugin module does not follow ABI v1: " + strings.Join(problems, "; ")}
 }

@@ -13,11 +13,13 @@ import (
 	"github.com/llmgw/gateway/storage"
 )
 
-// PluginHost is what the plugin endpoints need of the wasm engine: check a module, load it into a workspace
-// (compiled and swapped in off the request path), and unload it.
+// PluginHost is what the plugin endpoints need of the wasm engine: check a module, install it into a workspace
+// (load it, then save it, then serve it: see plugins.Engine.Install), and unload it.
 type PluginHost interface {
 	Validate(ctx context.Context, wasm []byte) error
-	Load(ctx context.Context, workspaceID, id string, wasm []byte) error
+	// Install loads wasm as the workspace's plugin id, runs save once it has loaded, and serves it only if
+	// save returns nil. On any failure the plugin's current version, if any, keeps serving.
+	Install(ctx context.Context, workspaceID, id string, wasm []byte, save func() error) error
 	Remove(workspaceID, id string) bool
 }
 
@@ -32,11 +34,14 @@ type pluginView struct {
 	Size        int    `json:"size"`
 	CreatedAt   string `json:"created_at"`
 	UpdatedAt   string `json:"updated_at"`
+	// LoadError is why the stored module failed to load at a start (it is then not served).
+	LoadError string `json:"load_error,omitempty"`
 }
 
 func viewPlugin(p *storage.Plugin) pluginView {
 	return pluginView{ID: p.ID, Object: "plugin", WorkspaceID: p.WorkspaceID, SHA256: p.SHA256, Size: p.Size,
-		CreatedAt: p.CreatedAt.UTC().Format(time.RFC3339), UpdatedAt: p.UpdatedAt.UTC().Format(time.RFC3339)}
+		CreatedAt: p.CreatedAt.UTC().Format(time.RFC3339), UpdatedAt: p.UpdatedAt.UTC().Format(time.RFC3339),
+		LoadError: p.LoadError}
 }
 
 func (s *Server) pluginHost() (PluginHost, error) {
@@ -47,8 +52,9 @@ func (s *Server) pluginHost() (PluginHost, error) {
 }
 
 // putPlugin answers PUT /v1/plugins/:id with the module's bytes as the body (application/wasm or
-// application/octet-stream): the module is validated, stored with its SHA-256, and swapped in for the
-// workspace. Admin only.
+// application/octet-stream): the module is validated and loaded, then stored with its SHA-256, then swapped in
+// for the workspace. A module that does not load (400) or does not fit the workspace's bounds (409) is not
+// stored, and the plugin's previous module keeps serving. Admin only.
 func (s *Server) putPlugin(c *fiber.Ctx) error {
 	caller, err := requireAdmin(c)
 	if err != nil {
@@ -76,14 +82,19 @@ func (s *Server) putPlugin(c *fiber.Ctx) error {
 	if err := host.Validate(ctx, wasm); err != nil {
 		return asBadRequest(err, "body")
 	}
-	p, _, err := s.store.Plugins.Put(caller.WorkspaceID, id, wasm)
-	if err != nil {
-		return gwerr.Internal(err)
+	var p *storage.Plugin
+	var saveErr error
+	err = host.Install(ctx, caller.WorkspaceID, id, wasm, func() error {
+		p, _, saveErr = s.store.Plugins.Put(caller.WorkspaceID, id, wasm)
+		return saveErr
+	})
+	if saveErr != nil {
+		return gwerr.Internal(saveErr)
 	}
-	if err := host.Load(ctx, caller.WorkspaceID, id, wasm); err != nil {
+	if err != nil {
 		return asBadRequest(err, "body")
 	}
-	s.log.Info("plugin stored and loaded", "trace_id", ensureTraceID(c), "plugin", id, "workspace_id", caller.WorkspaceID,
+	s.log.Info("plugin loaded and stored", "trace_id", ensureTraceID(c), "plugin", id, "workspace_id", caller.WorkspaceID,
 		"sha256", p.SHA256, "size", p.Size)
 	return c.JSON(viewPlugin(p))
 }

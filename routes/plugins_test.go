@@ -4,10 +4,13 @@ import (
 	"bytes"
 	"context"
 	"io"
+	"log/slog"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"testing"
 
+	"github.com/llmgw/gateway/plugins"
 	"github.com/llmgw/gateway/runtime/gwerr"
 )
 
@@ -28,9 +31,20 @@ func (h *fakePluginHost) Validate(_ context.Context, wasm []byte) error {
 	return nil
 }
 
-func (h *fakePluginHost) Load(_ context.Context, ws, id string, wasm []byte) error {
+// Install refuses a module containing "bad-load" as the engine refuses one that traps in _initialize, and one
+// containing "too-big" as it refuses one past the workspace's memory bound.
+func (h *fakePluginHost) Install(_ context.Context, ws, id string, wasm []byte, save func() error) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	switch {
+	case bytes.Contains(wasm, []byte("bad-load")):
+		return gwerr.BadRequest("body", "plugin %q does not initialise: unreachable", id)
+	case bytes.Contains(wasm, []byte("too-big")):
+		return gwerr.New(409, gwerr.CodeConflict, "more than the 1024 MiB allowed (--plugin-memory-per-workspace)")
+	}
+	if err := save(); err != nil {
+		return err
+	}
 	if h.loaded == nil {
 		h.loaded = map[string][]byte{}
 	}
@@ -82,6 +96,29 @@ func TestPluginEndpoints(t *testing.T) {
 		t.Fatalf("put v2: %d %s", a.status, a.body)
 	}
 
+	// An update that does not load, or does not fit, leaves the stored and loaded module as it was.
+	for _, bad := range []struct {
+		wasm   string
+		status int
+		code   string
+		param  any
+	}{{"\x00asm\x01\x00\x00\x00 bad-load", 400, "invalid_request", "body"}, {"\x00asm\x01\x00\x00\x00 too-big", 409, "conflict", nil}} {
+		checkError(t, f.putWasm(t, f.admin, "pii", "application/wasm", []byte(bad.wasm)), bad.status, bad.code, bad.param)
+		if stored, err := f.store.Plugins.Wasm(f.ws.ID, "pii"); err != nil || !bytes.Equal(stored, v2) {
+			t.Fatalf("after a failed update the store holds %q (%v), want v2", stored, err)
+		}
+		if got := f.do(t, "GET", "/v1/plugins/pii", "", HeaderAPIKey, f.admin).json(t)["sha256"]; got != a.json(t)["sha256"] {
+			t.Fatalf("after a failed update GET says sha256 %v, want v2's %v", got, a.json(t)["sha256"])
+		}
+		if !bytes.Equal(host.loaded[f.ws.ID+"/pii"], v2) {
+			t.Fatal("after a failed update v2 is no longer loaded")
+		}
+	}
+	checkError(t, f.putWasm(t, f.admin, "new", "application/wasm", []byte("\x00asm\x01\x00\x00\x00 bad-load")), 400, "invalid_request", "body")
+	if _, err := f.store.Plugins.Get(f.ws.ID, "new"); err == nil {
+		t.Error("a module that did not load was stored")
+	}
+
 	checkError(t, f.putWasm(t, f.admin, "bad", "application/wasm", []byte("hello")), 400, "invalid_request", "body")
 	checkError(t, f.putWasm(t, f.admin, "bad", "application/wasm", []byte("\x00asm no-exports")), 400, "invalid_request", "body")
 	checkError(t, f.putWasm(t, f.admin, "bad", "application/json", module), 415, "unsupported_media_type", "content-type")
@@ -114,4 +151,80 @@ func TestPluginEndpoints(t *testing.T) {
 func TestPluginEndpointsWithoutAnEngine(t *testing.T) {
 	f := newFixture(t, Options{})
 	checkError(t, f.putWasm(t, f.admin, "pii", "application/wasm", []byte("\x00asm\x01\x00\x00\x00")), 503, "unavailable", nil)
+}
+
+// Hand-made ABI v1 modules (made with package plugins' test encoder): gateway_call returns 0 (pass).
+const (
+	// wasmSmall declares a memory of at most one page (64 KiB).
+	wasmSmall = "\x00asm\x01\x00\x00\x00\x01\x10\x03`\x00\x00`\x01\x7f\x01\x7f`\x03\x7f\x7f\x7f\x01~\x03\x04\x03\x00\x01\x02\x05\x04\x01\x01\x01\x01\a:\x04\x0egateway_abi_v1\x00\x00\rgateway_alloc\x00\x01\fgateway_call\x00\x02\x06memory\x02\x00\n\x0e\x03\x02\x00\v\x04\x00A\x00\v\x04\x00B\x00\v"
+	// wasmTrapInit is wasmSmall with an _initialize that traps.
+	wasmTrapInit = "\x00asm\x01\x00\x00\x00\x01\x10\x03`\x00\x00`\x01\x7f\x01\x7f`\x03\x7f\x7f\x7f\x01~\x03\x05\x04\x00\x01\x02\x00\x05\x04\x01\x01\x01\x01\aH\x05\x0egateway_abi_v1\x00\x00\rgateway_alloc\x00\x01\fgateway_call\x00\x02\v_initialize\x00\x03\x06memory\x02\x00\n\x12\x04\x02\x00\v\x04\x00A\x00\v\x04\x00B\x00\v\x03\x00\x00\v"
+	// wasmNoMax declares no maximum memory, so each instance may grow to the engine's per-instance limit.
+	wasmNoMax = "\x00asm\x01\x00\x00\x00\x01\x10\x03`\x01\x7f\x01\x7f`\x03\x7f\x7f\x7f\x01~`\x00\x00\x03\x04\x03\x00\x01\x02\x05\x03\x01\x00\x01\a:\x04\rgateway_alloc\x00\x00\fgateway_call\x00\x01\x0egateway_abi_v1\x00\x02\x06memory\x02\x00\n\x0e\x03\x04\x00A\x00\v\x04\x00B\x00\v\x02\x00\v"
+)
+
+// TestPluginUploadsWithTheEngine uploads hand-made modules to the real engine: a failed update leaves the
+// good module stored and serving, and uploads past the workspace's plugin count or memory bound are refused
+// with a 409 naming the flag, and not stored.
+func TestPluginUploadsWithTheEngine(t *testing.T) {
+	engine, err := plugins.New(plugins.Options{Logger: slog.New(slog.DiscardHandler),
+		PluginsPerWorkspace: 3, MemoryPerWorkspace: plugins.DefaultMemoryLimitMiB << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { engine.Close(context.Background()) })
+	f := newFixture(t, Options{Plugins: engine})
+	put := func(id, wasm string) answer { return f.putWasm(t, f.admin, id, "application/wasm", []byte(wasm)) }
+	stored := func(id string) string {
+		b, err := f.store.Plugins.Wasm(f.ws.ID, id)
+		if err != nil {
+			return ""
+		}
+		return string(b)
+	}
+
+	for _, id := range []string{"a", "b"} {
+		if a := put(id, wasmSmall); a.status != 200 {
+			t.Fatalf("put %s: %d %s", id, a.status, a.body)
+		}
+	}
+	// A failed update: 400, the good module stays stored and loaded.
+	a := put("a", wasmTrapInit)
+	checkError(t, a, 400, "invalid_request", "body")
+	if !strings.Contains(string(a.body), "does not initialise") || stored("a") != wasmSmall {
+		t.Fatalf("failed update: %s; stored module changed: %v", a.body, stored("a") != wasmSmall)
+	}
+	if st, ok := engine.Stats(f.ws.ID, "a"); !ok || st.SHA256 != f.do(t, "GET", "/v1/plugins/a", "", HeaderAPIKey, f.admin).json(t)["sha256"] {
+		t.Fatalf("the engine serves %+v, not the stored module", st)
+	}
+
+	// Memory: a module without a maximum is charged the whole 64 MiB per instance, which does not fit beside a
+	// and b, as a new plugin or as an update.
+	for _, id := range []string{"big", "a"} {
+		a = put(id, wasmNoMax)
+		checkError(t, a, 409, "conflict", "body")
+		if !strings.Contains(string(a.body), "--plugin-memory-per-workspace") {
+			t.Errorf("the memory refusal does not name the flag: %s", a.body)
+		}
+	}
+	if stored("big") != "" || stored("a") != wasmSmall {
+		t.Fatal("a module past the memory bound was stored")
+	}
+
+	// Count: a third plugin fits, a fourth does not; replacing one does not count twice.
+	if a = put("c", wasmSmall); a.status != 200 {
+		t.Fatalf("put c: %d %s", a.status, a.body)
+	}
+	a = put("d", wasmSmall)
+	checkError(t, a, 409, "conflict", "id")
+	if !strings.Contains(string(a.body), "--plugins-per-workspace") || stored("d") != "" {
+		t.Fatalf("the count refusal: %s (stored %v)", a.body, stored("d") != "")
+	}
+	if a = put("c", wasmSmall+"\x00\x03\x01x\x00"); a.status != 200 { // a custom section "x" makes other bytes
+		t.Fatalf("replacing c at the count bound: %d %s", a.status, a.body)
+	}
+	// Another workspace has bounds of its own.
+	if a = f.putWasm(t, f.otherKey, "d", "application/wasm", []byte(wasmNoMax)); a.status != 200 {
+		t.Fatalf("put in another workspace: %d %s", a.status, a.body)
+	}
 }

@@ -3,6 +3,7 @@ package storage
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 )
@@ -54,6 +55,42 @@ func (p *PluginStore) Put(workspaceID, id string, wasm []byte) (*Plugin, bool, e
 	err = s.commit(b)
 	p.docs.cache.forget(string(key(tablePlugin, workspaceID, id)))
 	return meta, changed, err
+}
+
+// SetLoadError records that the plugin's module, whose SHA-256 is sum (hex), failed to load, and why. It
+// changes nothing when the stored module is another one (it was replaced meanwhile) or the plugin is gone, and
+// it keeps the record's update time: the module did not change.
+func (p *PluginStore) SetLoadError(workspaceID, id, sum, msg string) error {
+	if !ValidID(workspaceID) || !ValidID(id) {
+		return ErrNotFound
+	}
+	s := p.docs.s
+	s.writeMu.Lock()
+	defer s.writeMu.Unlock()
+	k := key(tablePlugin, workspaceID, id)
+	meta, err := getJSON[Plugin](s, k)
+	if errors.Is(err, ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if meta.SHA256 != sum || meta.LoadError == msg {
+		return nil
+	}
+	meta.LoadError = msg
+	raw, err := json.Marshal(meta)
+	if err != nil {
+		return err
+	}
+	b := s.db.NewBatch()
+	if err := b.Set(k, raw, nil); err != nil {
+		b.Close()
+		return err
+	}
+	err = s.commit(b)
+	p.docs.cache.forget(string(k))
+	return err
 }
 
 // Delete removes the plugin and its bytes.

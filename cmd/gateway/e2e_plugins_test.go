@@ -171,3 +171,134 @@ func newChatUpstream(t *testing.T, calls *atomicCounter) *httptest.Server {
 }
 
 func strconvQuote(s string) string { b, _ := json.Marshal(s); return string(b) }
+
+// buildGuest builds a Go guest from source in a module of its own, with the given extra build flags.
+func buildGuest(t testing.TB, source string, flags ...string) []byte {
+	t.Helper()
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "go.mod"), []byte("module guest\n\ngo 1.24\n"), 0o644)
+	os.WriteFile(filepath.Join(dir, "main.go"), []byte(source), 0o644)
+	out := filepath.Join(dir, "guest.wasm")
+	cmd := exec.Command("go", append(append([]string{"build"}, flags...), "-o", out, ".")...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "GOOS=wasip1", "GOARCH=wasm", "CGO_ENABLED=0", "GOWORK=off", "GOFLAGS=")
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("build guest: %v\n%s", err, b)
+	}
+	wasm, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return wasm
+}
+
+// panicsInInit follows ABI v1 but panics while it initialises: it passes the ABI check and fails to load.
+const panicsInInit = `package main
+
+func init() { panic("this guest cannot start") }
+
+func main() {}
+
+//go:wasmexport gateway_abi_v1
+func abiV1() {}
+
+//go:wasmexport gateway_alloc
+func alloc(n uint32) uint32 { return 0 }
+
+//go:wasmexport gateway_call
+func call(kind int32, ptr, n uint32) uint64 { return 0 }
+`
+
+// TestFailedPluginUpdateThroughTheBinary uploads a working guardrail plugin, then updates that do not load (a
+// guest that panics in init, a guest built without -buildmode=c-shared): each is refused with a 400, the
+// working module stays stored and keeps denying, also after a restart; an upload past the workspace's memory
+// bound is refused with a 409 and not stored; a bootstrap file whose plugin does not load stops the start and
+// leaves the stored module alone.
+func TestFailedPluginUpdateThroughTheBinary(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds wasm guests")
+	}
+	denylist := buildExample(t, "denylist")
+	command := buildGuest(t, strings.Replace(panicsInInit, `func init() { panic("this guest cannot start") }`, "", 1))
+	broken := buildGuest(t, panicsInInit, "-buildmode=c-shared")
+	var calls atomicCounter
+	up := newChatUpstream(t, &calls)
+	dir := t.TempDir()
+	boot := writeFile(t, dir, "b.json", `{"api_keys": [{"key": "gw-update-admin", "admin": true}]}`)
+	args := []string{"--listen", "127.0.0.1:0", "--data", filepath.Join(dir, "data"), "--bootstrap", boot}
+	guarded := `{"provider":"openai","api_key":"sk","custom_host":"` + up.URL + `/v1",` +
+		`"input_guardrails":[{"id":"words","deny":true,"denylist.check":{"words":["forbidden"]}}]}`
+	denies := func(p *gatewayProc) {
+		t.Helper()
+		req, _ := http.NewRequest("POST", p.base+"/v1/chat/completions",
+			strings.NewReader(`{"model":"m","messages":[{"role":"user","content":"this is forbidden talk"}]}`))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("x-gateway-api-key", "gw-update-admin")
+		req.Header.Set("x-gateway-config", guarded)
+		resp, err := (&http.Client{Timeout: 30 * time.Second}).Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 446 {
+			t.Fatalf("the guardrail did not deny: %d %s", resp.StatusCode, b)
+		}
+	}
+
+	p := startGateway(t, nil, args...)
+	status, body := putPlugin(t, p.base, "gw-update-admin", "denylist", denylist)
+	if status != 200 {
+		t.Fatalf("upload: %d %v", status, body)
+	}
+	good := body["sha256"]
+	for name, c := range map[string]struct {
+		wasm []byte
+		want string
+	}{
+		"panics in init": {broken, "does not initialise"},
+		"command":        {command, "-buildmode=c-shared"},
+	} {
+		status, body := putPlugin(t, p.base, "gw-update-admin", "denylist", c.wasm)
+		msg, _ := body["error"].(map[string]any)["message"].(string)
+		if status != 400 || !strings.Contains(msg, c.want) {
+			t.Fatalf("update that %s: %d %v, want a 400 mentioning %q", name, status, body, c.want)
+		}
+		if status, got, _ := call(t, "GET", p.base+"/v1/plugins/denylist", "gw-update-admin", ""); status != 200 || got["sha256"] != good {
+			t.Fatalf("after the update that %s the plugin is %v, want sha256 %v", name, got, good)
+		}
+		denies(p)
+	}
+	p.stop(t, syscall.SIGTERM)
+
+	// The restart loads the working module; a second plugin does not fit in 100 MiB beside it (a Go guest's
+	// instance may grow to 64 MiB).
+	p2 := startGateway(t, nil, append(args, "--plugin-memory-per-workspace", "100MiB")...)
+	waitFor(t, p2, `msg="plugins: stored plugins loaded" loaded=1 failed=0`, time.Minute)
+	denies(p2)
+	status, body = putPlugin(t, p2.base, "gw-update-admin", "second", denylist)
+	msg, _ := body["error"].(map[string]any)["message"].(string)
+	if status != 409 || !strings.Contains(msg, "--plugin-memory-per-workspace") {
+		t.Fatalf("an upload past the memory bound: %d %v", status, body)
+	}
+	if status, list, _ := call(t, "GET", p2.base+"/v1/plugins", "gw-update-admin", ""); status != 200 || len(list["data"].([]any)) != 1 {
+		t.Fatalf("list: %d %v", status, list)
+	}
+	p2.stop(t, syscall.SIGTERM)
+
+	// A bootstrap file whose plugin does not load stops the start and stores nothing.
+	os.WriteFile(filepath.Join(dir, "broken.wasm"), broken, 0o644)
+	badBoot := writeFile(t, dir, "bad.json", `{"api_keys": [{"key": "gw-update-admin", "admin": true}],
+		"plugins": [{"id": "denylist", "wasm": "broken.wasm"}]}`)
+	p3 := startGateway(t, nil, "--listen", "127.0.0.1:0", "--data", filepath.Join(dir, "data"), "--bootstrap", badBoot)
+	if code := p3.wait(t); code == 0 || !strings.Contains(p3.stderr.String(), "plugins[0].wasm") || !strings.Contains(p3.stderr.String(), "does not load") {
+		t.Fatalf("a bootstrap file with a plugin that does not load: exit %d\n%s", code, p3.stderr)
+	}
+	p4 := startGateway(t, nil, args...)
+	waitFor(t, p4, `msg="plugins: stored plugins loaded" loaded=1 failed=0`, time.Minute)
+	if status, got, _ := call(t, "GET", p4.base+"/v1/plugins/denylist", "gw-update-admin", ""); status != 200 || got["sha256"] != good {
+		t.Fatalf("after the refused bootstrap file the plugin is %v, want sha256 %v", got, good)
+	}
+	denies(p4)
+	p4.stop(t, syscall.SIGTERM)
+}

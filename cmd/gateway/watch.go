@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"errors"
+	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -11,19 +12,26 @@ import (
 	"time"
 
 	"github.com/llmgw/gateway/routes"
+	"github.com/llmgw/gateway/runtime/gwerr"
 	"github.com/llmgw/gateway/storage"
 )
 
 // pluginWatcher deploys plugins from a folder (--plugins DIR): DIR/<workspace>/<id>.wasm, where <workspace> is
-// a workspace's slug or ID. A new or changed file is validated, stored (so that a restart reloads it) and swapped
-// in; a removed file unloads and deletes its plugin. It polls: file-system notifications miss changes on
+// a workspace's slug or ID. A new or changed file is validated, loaded, stored (so that a restart reloads it)
+// and swapped in, in that order: a file that does not load is not stored, and the plugin's previous module keeps
+// serving. A removed file unloads and deletes its plugin. It polls: file-system notifications miss changes on
 // network and container mounts, and a scan of a few files is cheap.
+//
+// A problem is logged once, when it appears or changes, not at every scan: a folder that names no workspace
+// would otherwise repeat its warning every interval.
 type pluginWatcher struct {
-	dir   string
-	store *storage.Store
-	host  routes.PluginHost
-	log   *slog.Logger
-	seen  map[string]watchedFile // path → what was last loaded from it
+	dir    string
+	store  *storage.Store
+	host   routes.PluginHost
+	log    *slog.Logger
+	seen   map[string]watchedFile // path → what was last loaded from it
+	warned map[string]string      // problem key → the text last logged for it
+	still  map[string]bool        // problem keys seen in the scan under way
 }
 
 type watchedFile struct {
@@ -35,7 +43,7 @@ type watchedFile struct {
 
 func newPluginWatcher(dir string, store *storage.Store, host routes.PluginHost, log *slog.Logger) *pluginWatcher {
 	return &pluginWatcher{dir: dir, store: store, host: host, log: log.With("component", "plugin-watcher", "dir", dir),
-		seen: map[string]watchedFile{}}
+		seen: map[string]watchedFile{}, warned: map[string]string{}}
 }
 
 // run scans every interval until ctx ends.
@@ -52,12 +60,40 @@ func (w *pluginWatcher) run(ctx context.Context, interval time.Duration) {
 	}
 }
 
+// warn logs msg about key unless the same text was logged for key since the problem last went away.
+func (w *pluginWatcher) warn(key, msg string, args ...any) {
+	w.still[key] = true
+	text := fmt.Sprint(append([]any{msg}, args...)...)
+	if w.warned[key] == text {
+		return
+	}
+	w.warned[key] = text
+	w.log.Warn(msg, args...)
+}
+
+// errText is err for a log line: a *gwerr.Error's message without its status and code.
+func errText(err error) string {
+	var ge *gwerr.Error
+	if errors.As(err, &ge) {
+		return ge.Message
+	}
+	return err.Error()
+}
+
 // scan loads what changed since the last scan and unloads what disappeared.
 func (w *pluginWatcher) scan(ctx context.Context) {
+	w.still = map[string]bool{}
+	defer func() {
+		for key := range w.warned {
+			if !w.still[key] { // the problem went away: warn again if it comes back
+				delete(w.warned, key)
+			}
+		}
+	}()
 	present := map[string]bool{}
 	workspaces, err := os.ReadDir(w.dir)
 	if err != nil {
-		w.log.Warn("cannot read the plugins folder", "err", err)
+		w.warn("dir", "cannot read the plugins folder", "err", errText(err))
 		return
 	}
 	for _, wsDir := range workspaces {
@@ -66,12 +102,12 @@ func (w *pluginWatcher) scan(ctx context.Context) {
 		}
 		ws, err := w.store.Workspaces.Resolve(wsDir.Name())
 		if err != nil {
-			w.log.Warn("folder names no workspace; skipped", "folder", wsDir.Name(), "err", err)
+			w.warn("folder:"+wsDir.Name(), "folder names no workspace; skipped", "folder", wsDir.Name(), "err", errText(err))
 			continue
 		}
 		files, err := os.ReadDir(filepath.Join(w.dir, wsDir.Name()))
 		if err != nil {
-			w.log.Warn("cannot read a workspace's plugin folder", "folder", wsDir.Name(), "err", err)
+			w.warn("folder:"+wsDir.Name(), "cannot read a workspace's plugin folder", "folder", wsDir.Name(), "err", errText(err))
 			continue
 		}
 		for _, f := range files {
@@ -81,7 +117,7 @@ func (w *pluginWatcher) scan(ctx context.Context) {
 			}
 			path := filepath.Join(w.dir, wsDir.Name(), f.Name())
 			if !storage.ValidID(id) {
-				w.log.Warn("file name is not a valid plugin id; skipped", "file", path)
+				w.warn("file:"+path, "file name is not a valid plugin id; skipped", "file", path)
 				continue
 			}
 			present[path] = true
@@ -95,13 +131,14 @@ func (w *pluginWatcher) scan(ctx context.Context) {
 		delete(w.seen, path)
 		w.host.Remove(f.workspaceID, f.id)
 		if err := w.store.Plugins.Delete(f.workspaceID, f.id); err != nil && !errors.Is(err, storage.ErrNotFound) {
-			w.log.Warn("cannot delete a removed plugin", "plugin", f.id, "err", err)
+			w.log.Warn("cannot delete a removed plugin", "plugin", f.id, "err", errText(err))
 		}
 		w.log.Info("plugin file removed: plugin unloaded", "plugin", f.id, "workspace_id", f.workspaceID)
 	}
 }
 
-// consider loads the file at path when it is new or changed.
+// consider loads the file at path when it is new or changed. A file that fails is not tried again until it
+// changes, so its warning is logged once per change.
 func (w *pluginWatcher) consider(ctx context.Context, path, workspaceID, id string) {
 	info, err := os.Stat(path)
 	if err != nil || !info.Mode().IsRegular() {
@@ -113,27 +150,32 @@ func (w *pluginWatcher) consider(ctx context.Context, path, workspaceID, id stri
 	}
 	wasm, err := os.ReadFile(path)
 	if err != nil {
-		w.log.Warn("cannot read plugin file", "file", path, "err", err)
+		w.warn("file:"+path, "cannot read plugin file", "file", path, "err", errText(err))
 		return
 	}
 	cur := watchedFile{workspaceID: workspaceID, id: id, size: info.Size(), modTime: info.ModTime(), sum: sha256.Sum256(wasm)}
 	w.seen[path] = cur // a bad file is not retried until it changes
-	if known && prev.sum == cur.sum {
+	if known && prev.sum == cur.sum && prev.workspaceID == workspaceID {
 		return
 	}
 	lctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
 	if err := w.host.Validate(lctx, wasm); err != nil {
-		w.log.Warn("plugin file refused", "file", path, "err", err)
+		w.log.Warn("plugin file refused; the plugin's previous module, if any, keeps serving", "file", path, "err", errText(err))
 		return
 	}
-	if _, _, err := w.store.Plugins.Put(workspaceID, id, wasm); err != nil {
-		w.log.Error("cannot store plugin", "file", path, "err", err)
-		return
+	var saveErr error
+	err = w.host.Install(lctx, workspaceID, id, wasm, func() error {
+		_, _, saveErr = w.store.Plugins.Put(workspaceID, id, wasm)
+		return saveErr
+	})
+	switch {
+	case saveErr != nil:
+		w.warn("file:"+path, "cannot store plugin; the plugin's previous module, if any, keeps serving", "file", path, "err", errText(saveErr))
+		delete(w.seen, path) // not the file's fault: try again at the next scan
+	case err != nil:
+		w.log.Warn("plugin file did not load; the plugin's previous module, if any, keeps serving", "file", path, "err", errText(err))
+	default:
+		w.log.Info("plugin loaded from file", "plugin", id, "workspace_id", workspaceID, "file", path)
 	}
-	if err := w.host.Load(lctx, workspaceID, id, wasm); err != nil {
-		w.log.Warn("plugin file did not load", "file", path, "err", err)
-		return
-	}
-	w.log.Info("plugin loaded from file", "plugin", id, "workspace_id", workspaceID, "file", path)
 }

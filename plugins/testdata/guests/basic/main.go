@@ -8,6 +8,7 @@
 //	echo              data with every input field, transformed text = text reversed
 //	field             data {"field": <request_field(text)>} (null when absent)
 //	log               logs the text at the level given by param "level" (default info)
+//	flood             logs the text at level error as many times as param "lines" says (default 10000)
 //	now               data {"now": now_unix_ms()}
 //	error             an Output error
 //	version           data {"version": version}
@@ -200,6 +201,18 @@ func run(kind int32, in input) []byte {
 		}
 		msg := in.text
 		hostLog(level, unsafe.Pointer(unsafe.StringData(msg)), uint32(len(msg)))
+		return verdict(nil, true)
+	case "flood":
+		lines := 10000
+		for _, p := range in.params {
+			if p[0] == "lines" {
+				lines, _ = strconv.Atoi(p[1])
+			}
+		}
+		msg := in.text
+		for range lines {
+			hostLog(3, unsafe.Pointer(unsafe.StringData(msg)), uint32(len(msg)))
+		}
 		return verdict(nil, true)
 	case "now":
 		return field(verdict(nil, true), 2, `{"now":`+strconv.FormatInt(hostNow(), 10)+`}`)
