@@ -1,8 +1,9 @@
 // Package guardrails owns hook and guardrail semantics: before/after request hooks, input/output guardrails,
 // deny, async, feedback, and the Check interface with the built-in default.* checks in native Go. It imports
-// hostapi's wire types, runtime/gwerr and the standard library (plus jsonschema for default.jsonSchema); never
-// routes, runtime, storage or plugins. Wasm-backed checks come from plugins through the Check interface and
-// PluginChecks, saved guardrails through SavedGuardrails; cmd and runtime wire them.
+// hostapi's wire types, runtime/gwerr, runtime/netguard (the address policy of webhook and log) and the standard
+// library (plus jsonschema for default.jsonSchema); never routes, runtime, storage or plugins. Wasm-backed checks
+// come from plugins through the Check interface and PluginChecks, saved guardrails through SavedGuardrails; cmd
+// and runtime wire them.
 //
 // Compile turns a config target's four lists (before_request_hooks, after_request_hooks, input_guardrails,
 // output_guardrails, as raw JSON already validated by runtime/config) into an immutable *Set, once per config;
@@ -18,11 +19,15 @@
 //	for _, f := range out.Async { go f(detachedCtx) } // after the answer is sent
 //
 // Semantics: items run in config order (hooks, then guardrails); an item passes when all its checks pass; a
-// check that errors (or panics) passes unless its parameters say "failOnError": true. Hooks deny through
-// on_fail.deny (and on_success.deny, which denies when the item passes); guardrail objects through their
-// top-level deny and on_fail.deny. Checks of one item run in parallel (native built-ins inline); transformers
-// (regexReplace, addPrefix, any Check with Transforms() true) run alone, in order, on the text left before them.
+// check that errors (or panics) passes unless its parameters say "failOnError": true, or say nothing and the
+// Set's ErrorPolicy (WithErrorPolicy: the gateway's --check-errors) says Fail; ErrorPolicy.Report hears of each
+// such error. A "<plugin>.<check>" id whose plugin the workspace lacks (PluginChecks returns ErrNoPlugin) is a
+// compile error, like any unknown check id. Hooks deny through on_fail.deny (and on_success.deny, which denies
+// when the item passes); guardrail objects through their top-level deny and on_fail.deny. Checks of one item
+// run in parallel (native built-ins inline); transformers (regexReplace, addPrefix, any Check with Transforms()
+// true) run alone, in order, on the text left before them.
 //
 // Outbound calls (default.webhook, default.log) go only to hosts named by SetOutboundAllowList; none by default.
-// The registry (Register) and the allow-list are the package's only global state.
+// Their connections pass the custom hosts' address policy (SetOutboundAddressPolicy) when they are made. The
+// registry (Register), the allow-list and the outbound client are the package's only global state.
 package guardrails

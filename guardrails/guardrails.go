@@ -3,6 +3,7 @@ package guardrails
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"sort"
@@ -21,7 +22,8 @@ const CodeInvalidConfig = "invalid_config"
 //
 // A Check is compiled once and called by many requests at once: it must be safe for concurrent use and must not
 // modify in. A returned error (or an Output with a non-empty Error) means the check could not decide; the check
-// then counts as passed unless its parameters say "failOnError": true.
+// then counts as passed unless its parameters say "failOnError": true (or, without failOnError, the Set's
+// ErrorPolicy says Fail).
 type Check interface {
 	Check(ctx context.Context, in *hostapi.Input, req hostapi.RequestView) (hostapi.Output, error)
 }
@@ -91,10 +93,15 @@ func lookup(id string) Factory {
 	return registry.m[id]
 }
 
-// PluginChecks resolves "<plugin-id>.<check>" ids for a workspace (wasm checks); nil means none. A
-// *ParamError names a parameter; a *gwerr.Error is returned as it is (with Param set when empty); any other error
-// becomes a 400 naming the check.
+// PluginChecks resolves "<plugin-id>.<check>" ids for a workspace (wasm checks); nil means none. ErrNoPlugin
+// (wrapped or not) says the workspace has no such plugin; a *ParamError names a parameter; a *gwerr.Error is
+// returned as it is (with Param set when empty); any other error becomes a 400 naming the check.
 type PluginChecks func(workspaceID, pluginID, checkName string, params json.RawMessage) (Check, error)
+
+// ErrNoPlugin is what a PluginChecks returns for a plugin the workspace does not have. Compile makes it a 400
+// naming the check, as for any unknown check id: a guardrail naming a missing plugin would otherwise be
+// accepted and then pass every request on a check error.
+var ErrNoPlugin = errors.New("no such plugin")
 
 // SavedGuardrails looks up a saved guardrail object (a string item in a guardrail list) by ID in a workspace and
 // returns the object (storage.Guardrail.Guardrail). An error (storage.ErrNotFound) becomes a 400 naming the item;
@@ -166,6 +173,7 @@ type Feedback struct {
 // Set is the compiled hooks and guardrails of one config target. It is immutable and safe for concurrent use.
 type Set struct {
 	before, after []*item
+	policy        ErrorPolicy
 }
 
 // item is one hook or guardrail object.
@@ -190,11 +198,14 @@ type feedback struct {
 }
 
 type compiledCheck struct {
-	id          string
-	check       Check
-	failOnError bool
-	transformer bool
-	inline      bool
+	id     string
+	plugin string // the plugin of a wasm check; "" for a built-in
+	check  Check
+	// failOnError is the check's own "failOnError" when hasFailOnError; without it ErrorPolicy.Fail decides.
+	failOnError    bool
+	hasFailOnError bool
+	transformer    bool
+	inline         bool
 }
 
 // Empty reports whether the set has no item at all (a nil Set is empty).
@@ -446,7 +457,7 @@ func (c *compiler) check(id string, params json.RawMessage, idPath, paramsPath s
 	switch v := fo.FailOnError.(type) {
 	case nil:
 	case bool:
-		cc.failOnError = v
+		cc.failOnError, cc.hasFailOnError = v, true
 	default:
 		return nil, c.errf(paramsPath+".failOnError", "must be a boolean")
 	}
@@ -457,6 +468,12 @@ func (c *compiler) check(id string, params json.RawMessage, idPath, paramsPath s
 		chk, err = f(params)
 	} else if plugin != "default" && c.plugins != nil {
 		chk, err = c.plugins(c.ws, plugin, name, params)
+		cc.plugin = plugin
+		if errors.Is(err, ErrNoPlugin) {
+			e := c.errf(idPath, "unknown check %q: no plugin %q exists in this workspace", id, plugin)
+			e.Err = err
+			return nil, e
+		}
 	} else {
 		return nil, c.errf(idPath, "unknown check %q (built-in checks: %s)", id, strings.Join(Registered(), ", "))
 	}

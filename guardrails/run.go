@@ -11,13 +11,47 @@ import (
 	"github.com/llmgw/gateway/hostapi"
 )
 
+// ErrorPolicy says how a Set treats checks that error (or panic, or outlive the request's context).
+type ErrorPolicy struct {
+	// Fail makes a check that errors count as failed when its parameters carry no "failOnError". The default,
+	// false, lets it pass, as Portkey does. A check's own failOnError always wins.
+	Fail bool
+	// Report, when not nil, is called once for each check that errored, after its item ran, on the goroutine
+	// that ran the item (Run's, or an async closure's). req is the RequestView given to Run, so that the caller
+	// can tell which request it was. It must be safe for concurrent use and should not block.
+	Report func(req hostapi.RequestView, e CheckError)
+}
+
+// CheckError is one check that errored, for ErrorPolicy.Report.
+type CheckError struct {
+	Stage   Stage
+	HookID  string
+	CheckID string // the full id, e.g. "default.webhook" or "pii.detect"
+	Plugin  string // the plugin of a wasm check ("pii"); "" for a built-in
+	Async   bool
+	Err     string // the error as hook_results shows it
+	Failed  bool   // whether it counted as failed (its failOnError, or ErrorPolicy.Fail)
+}
+
+// WithErrorPolicy returns a Set that runs s's items under p; s itself is unchanged, and the two share their
+// compiled checks. Without it a Set lets erroring checks pass (but for failOnError) and reports nothing.
+func (s *Set) WithErrorPolicy(p ErrorPolicy) *Set {
+	if s == nil {
+		return nil
+	}
+	cp := *s
+	cp.policy = p
+	return &cp
+}
+
 // Run evaluates the before side (before_request_hooks + input_guardrails) or the after side
 // (after_request_hooks + output_guardrails) on in, which Run and the checks never modify.
 //
 // Synchronous items run one after another in config order, so a transformed text flows into the items after it;
 // the checks of one item run in parallel (the native built-ins inline, since they never block), except that a
 // transformer runs alone, on the text the checks before it left, so transformers apply in order. An item passes
-// when all its checks pass; a check that errors passes unless its parameters say "failOnError": true. Async
+// when all its checks pass; a check that errors passes unless its parameters say "failOnError": true, or carry
+// no failOnError and the Set's ErrorPolicy says Fail; each one is reported to ErrorPolicy.Report. Async
 // items are returned as closures in Outcome.Async and not run. A nil Set gives the zero Outcome. Run is safe for
 // concurrent use.
 func (s *Set) Run(ctx context.Context, stage Stage, in *hostapi.Input, req hostapi.RequestView) Outcome {
@@ -35,13 +69,13 @@ func (s *Set) Run(ctx context.Context, stage Stage, in *hostapi.Input, req hosta
 	cur := in
 	for _, it := range items {
 		if it.async {
-			out.Async = append(out.Async, asyncRun(it, in, req))
+			out.Async = append(out.Async, asyncRun(it, &s.policy, stage, in, req))
 			continue
 		}
 		if out.Results == nil {
 			out.Results = make([]HookResult, 0, len(items))
 		}
-		res, text, transformed := it.run(ctx, cur, req)
+		res, text, transformed := it.run(ctx, &s.policy, stage, cur, req)
 		if transformed {
 			if cur == in {
 				cp := *in
@@ -71,18 +105,18 @@ func (s *Set) Run(ctx context.Context, stage Stage, in *hostapi.Input, req hosta
 }
 
 // asyncRun returns a closure that evaluates it on a copy of in.
-func asyncRun(it *item, in *hostapi.Input, req hostapi.RequestView) func(context.Context) HookResult {
+func asyncRun(it *item, p *ErrorPolicy, stage Stage, in *hostapi.Input, req hostapi.RequestView) func(context.Context) HookResult {
 	cp := *in
 	cp.Metadata = slices.Clone(in.Metadata)
 	cp.Params = slices.Clone(in.Params)
 	return func(ctx context.Context) HookResult {
-		res, _, _ := it.run(ctx, &cp, req)
+		res, _, _ := it.run(ctx, p, stage, &cp, req)
 		return res
 	}
 }
 
 // run evaluates one item; it returns its result and, when a check transformed it, the new text.
-func (it *item) run(ctx context.Context, in *hostapi.Input, req hostapi.RequestView) (HookResult, string, bool) {
+func (it *item) run(ctx context.Context, p *ErrorPolicy, stage Stage, in *hostapi.Input, req hostapi.RequestView) (HookResult, string, bool) {
 	start := time.Now()
 	res := HookResult{ID: it.id, Verdict: true, Async: it.async, Type: it.typ,
 		Checks: make([]CheckResult, len(it.checks))}
@@ -92,7 +126,7 @@ func (it *item) run(ctx context.Context, in *hostapi.Input, req hostapi.RequestV
 	for _, g := range it.groups {
 		if len(g) == 1 || it.allInline {
 			for _, cc := range g {
-				if t, ok := runCheck(ctx, cc, cur, req, &res.Checks[i]); ok {
+				if t, ok := runCheck(ctx, cc, p.Fail, cur, req, &res.Checks[i]); ok {
 					text, transformed = t, true
 				}
 				i++
@@ -108,12 +142,12 @@ func (it *item) run(ctx context.Context, in *hostapi.Input, req hostapi.RequestV
 				wg.Add(1)
 				go func() {
 					defer wg.Done()
-					texts[j], oks[j] = runCheck(ctx, cc, cur, req, &res.Checks[i+j])
+					texts[j], oks[j] = runCheck(ctx, cc, p.Fail, cur, req, &res.Checks[i+j])
 				}()
 			}
 			for j, cc := range g {
 				if cc.inline {
-					texts[j], oks[j] = runCheck(ctx, cc, cur, req, &res.Checks[i+j])
+					texts[j], oks[j] = runCheck(ctx, cc, p.Fail, cur, req, &res.Checks[i+j])
 				}
 			}
 			wg.Wait()
@@ -133,8 +167,14 @@ func (it *item) run(ctx context.Context, in *hostapi.Input, req hostapi.RequestV
 		}
 	}
 	for k := range res.Checks {
-		if !res.Checks[k].Verdict {
+		r := &res.Checks[k]
+		if !r.Verdict {
 			res.Verdict = false
+		}
+		if r.Error != nil && p.Report != nil {
+			cc := it.checks[k]
+			p.Report(req, CheckError{Stage: stage, HookID: it.id, CheckID: cc.id, Plugin: cc.plugin, Async: it.async,
+				Err: *r.Error, Failed: !r.Verdict})
 		}
 	}
 	res.Deny = !res.Verdict && it.denyOnFail || res.Verdict && it.denyOnSuccess
@@ -142,8 +182,9 @@ func (it *item) run(ctx context.Context, in *hostapi.Input, req hostapi.RequestV
 	return res, text, transformed
 }
 
-// runCheck runs one check into r; it returns the transformed text when there is one.
-func runCheck(ctx context.Context, cc *compiledCheck, in *hostapi.Input, req hostapi.RequestView, r *CheckResult) (text string, ok bool) {
+// runCheck runs one check into r; it returns the transformed text when there is one. failByDefault is what an
+// error counts as when the check's parameters carry no failOnError.
+func runCheck(ctx context.Context, cc *compiledCheck, failByDefault bool, in *hostapi.Input, req hostapi.RequestView, r *CheckResult) (text string, ok bool) {
 	start := time.Now()
 	r.ID = cc.id
 	out, err := safeCheck(ctx, cc.check, in, req)
@@ -160,7 +201,11 @@ func runCheck(ctx context.Context, cc *compiledCheck, in *hostapi.Input, req hos
 	if err != nil {
 		msg := err.Error()
 		r.Error = &msg
-		r.Verdict = !cc.failOnError
+		fail := failByDefault
+		if cc.hasFailOnError {
+			fail = cc.failOnError
+		}
+		r.Verdict = !fail
 	} else if out.HasTransformedText {
 		r.Transformed = true
 		text, ok = out.TransformedText, true

@@ -9,6 +9,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/llmgw/gateway/guardrails"
+	"github.com/llmgw/gateway/runtime"
 	"github.com/llmgw/gateway/runtime/gwerr"
 	"github.com/llmgw/gateway/storage"
 )
@@ -31,7 +32,8 @@ func viewGuardrail(g *storage.Guardrail) guardrailView {
 }
 
 // putGuardrail answers PUT /v1/guardrails/:id with a guardrail object as the body. The object is compiled as an
-// input guardrail would be, so unknown check ids and bad parameters are refused now, naming the field.
+// input guardrail would be, so unknown check ids, plugins the workspace has not stored, and bad parameters are
+// refused now, naming the field.
 func (s *Server) putGuardrail(c *fiber.Ctx) error {
 	caller, err := requireAdmin(c)
 	if err != nil {
@@ -55,7 +57,8 @@ func (s *Server) putGuardrail(c *fiber.Ctx) error {
 	delete(obj, "id")
 	delete(obj, "workspace")
 	raw, _ := json.Marshal(obj)
-	if _, err := guardrails.Compile(caller.WorkspaceID, "", nil, nil, []json.RawMessage{raw}, nil, nil, s.pluginChecks); err != nil {
+	if _, err := guardrails.Compile(caller.WorkspaceID, "", nil, nil, []json.RawMessage{raw}, nil, nil,
+		runtime.RequireStoredPlugins(s.store, s.pluginChecks)); err != nil {
 		var ge *gwerr.Error
 		if errors.As(err, &ge) {
 			ge.Param = strings.TrimPrefix(ge.Param, "input_guardrails[0].")

@@ -4,33 +4,49 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"github.com/llmgw/gateway/guardrails"
 	"github.com/llmgw/gateway/hostapi"
 	"github.com/llmgw/gateway/runtime/config"
 	"github.com/llmgw/gateway/runtime/gwerr"
 	"github.com/llmgw/gateway/runtime/providers"
+	"github.com/llmgw/gateway/storage"
 )
 
 // StatusHooksFailedSoft is the status of an answer some of whose checks failed without denying it.
 const StatusHooksFailedSoft = 246
 
 // hookSets caches compiled hook and guardrail sets by plan, node and workspace: a config's checks are compiled
-// once, like the config itself.
+// once, like the config itself. It also holds what every set runs under: the gateway's default for checks that
+// error, and the count of those errors.
 type hookSets struct {
 	m sync.Map     // string → hookSetEntry
 	n atomic.Int64 // entries stored since the last clear
+
+	failChecks bool // Options.CheckErrorsFail
+
+	errCounts   sync.Map     // check id → *atomic.Int64
+	errCountIDs atomic.Int64 // keys of errCounts
 }
 
 // maxHookSets bounds the cache: configs sent inline can vary without end, so past this many entries the cache
 // starts over (sets in use are compiled again on their next request).
 const maxHookSets = 4096
+
+// maxCountedChecks bounds the check ids counted apart: plugin check names are the caller's to choose, so past
+// this many the rest count under otherChecks.
+const (
+	maxCountedChecks = 1024
+	otherChecks      = "other"
+)
 
 type hookSetEntry struct {
 	set *guardrails.Set
@@ -56,12 +72,117 @@ func (e *Engine) hooks(st *state, n *config.Node) (*guardrails.Set, error) {
 	}
 	prefix := strings.TrimPrefix(strings.TrimPrefix(n.Path, "config"), ".")
 	set, err := guardrails.Compile(st.req.Key.WorkspaceID, prefix, n.BeforeHooks, n.AfterHooks, n.InputGuardrails,
-		n.OutputGuardrails, e.savedGuardrails, e.pluginChecks)
+		n.OutputGuardrails, e.savedGuardrails, RequireStoredPlugins(e.store, e.pluginChecks))
+	if errors.Is(err, guardrails.ErrNoPlugin) {
+		return nil, err // not kept: the plugin may be uploaded before the next request
+	}
+	if err == nil {
+		set = set.WithErrorPolicy(guardrails.ErrorPolicy{Fail: e.hookSets.failChecks, Report: e.checkErrored})
+	}
 	if e.hookSets.n.Add(1) > maxHookSets {
 		e.ForgetCompiledHooks()
 	}
 	e.hookSets.m.Store(key, hookSetEntry{set: set, err: err})
 	return set, err
+}
+
+// RequireStoredPlugins wraps pc so that a check id naming a plugin the workspace has not stored is refused with
+// guardrails.ErrNoPlugin, which Compile makes a 400 naming the check (DESIGN.md: an unknown check id is a config
+// error). Stored is what counts, not loaded: a plugin still compiling at start is accepted, and its checks
+// error until it is ready. A nil pc stays nil (the gateway runs no plugin checks); a nil store checks nothing.
+func RequireStoredPlugins(store *storage.Store, pc guardrails.PluginChecks) guardrails.PluginChecks {
+	if pc == nil || store == nil {
+		return pc
+	}
+	return func(workspaceID, pluginID, check string, params json.RawMessage) (guardrails.Check, error) {
+		if _, err := store.Plugins.Get(workspaceID, pluginID); err != nil {
+			if errors.Is(err, storage.ErrNotFound) {
+				return nil, guardrails.ErrNoPlugin
+			}
+			return nil, gwerr.Internal(err)
+		}
+		return pc(workspaceID, pluginID, check, params)
+	}
+}
+
+// checkErrored is the guardrails.ErrorPolicy.Report of every set: one warning per check that errored, so that a
+// check failing open is never silent, and a count per check id. It runs only for checks that errored.
+func (e *Engine) checkErrored(req hostapi.RequestView, ce guardrails.CheckError) {
+	var traceID, workspaceID string
+	if v, ok := req.(requestView); ok {
+		traceID, workspaceID = v.st.req.TraceID, v.st.req.Key.WorkspaceID
+	}
+	e.countCheckError(ce.CheckID)
+	countedAs := "pass"
+	if ce.Failed {
+		countedAs = "fail"
+	}
+	attrs := []any{"trace_id", traceID, "workspace", workspaceID, "check", ce.CheckID, "hook", ce.HookID,
+		"stage", string(ce.Stage), "counted_as", countedAs, "error", logLine(ce.Err)}
+	if ce.Async {
+		attrs = append(attrs, "async", true)
+	}
+	// A set compiled before its plugin was deleted would let every request through on a check error: drop the
+	// compiled sets, so that the next request compiles again and gets the 400 of an unknown plugin.
+	if ce.Plugin != "" && e.store != nil && workspaceID != "" {
+		if _, err := e.store.Plugins.Get(workspaceID, ce.Plugin); errors.Is(err, storage.ErrNotFound) {
+			e.ForgetCompiledHooks()
+			attrs = append(attrs, "plugin_deleted", true)
+		}
+	}
+	e.log.Warn("check errored", attrs...)
+}
+
+// countCheckError adds one to the check's error count.
+func (e *Engine) countCheckError(checkID string) {
+	h := &e.hookSets
+	v, ok := h.errCounts.Load(checkID)
+	if !ok {
+		// Reserve a place before storing, so that ids arriving at once cannot overshoot the bound.
+		reserved := false
+		for !reserved {
+			n := h.errCountIDs.Load()
+			if n >= maxCountedChecks {
+				checkID = otherChecks
+				break
+			}
+			reserved = h.errCountIDs.CompareAndSwap(n, n+1)
+		}
+		var loaded bool
+		v, loaded = h.errCounts.LoadOrStore(checkID, new(atomic.Int64))
+		if loaded && reserved {
+			h.errCountIDs.Add(-1)
+		}
+	}
+	v.(*atomic.Int64).Add(1)
+}
+
+// CheckErrors returns how many times each check id has errored since the engine started (the checks past the
+// first 1024 ids under "other"), for metrics. Safe for concurrent use.
+func (e *Engine) CheckErrors() map[string]int64 {
+	out := map[string]int64{}
+	e.hookSets.errCounts.Range(func(k, v any) bool {
+		out[k.(string)] = v.(*atomic.Int64).Load()
+		return true
+	})
+	return out
+}
+
+// logLine keeps a check's error fit for a log line: its first line, at most 256 bytes. The text is the check's
+// own (a plugin's may say anything); the gateway adds no request content to it.
+func logLine(s string) string {
+	if i := strings.IndexAny(s, "\r\n"); i >= 0 {
+		s = s[:i]
+	}
+	const max = 256
+	if len(s) > max {
+		cut := max
+		for cut > 0 && !utf8.RuneStart(s[cut]) {
+			cut--
+		}
+		s = s[:cut] + "…"
+	}
+	return s
 }
 
 // hookResults is the hook_results member of answers (DESIGN.md).

@@ -39,6 +39,9 @@ func BenchmarkChatWithWasmCheck(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer wasm.Close(context.Background())
+	if _, _, err := st.Plugins.Put(ws.ID, "denylist", module); err != nil { // checks name stored plugins only
+		b.Fatal(err)
+	}
 	if err := wasm.Load(context.Background(), ws.ID, "denylist", module); err != nil {
 		b.Fatal(err)
 	}
