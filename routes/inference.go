@@ -67,22 +67,32 @@ func newEngineRequest(c *fiber.Ctx, ep providers.Endpoint, body []byte, stream b
 	return req, nil
 }
 
-// run sends the request through the engine and writes its answer (see send).
+// run sends the request through the engine and writes its answer (see send). The request's context ends when
+// the caller closes its connection while the engine works (so its upstream calls stop), when Shutdown's grace
+// period is over, or once the answer is written: a stream outlives the handler, and its context ends when the
+// stream writer is done with it (a caller gone mid-stream shows as a failed write).
 func (s *Server) run(c *fiber.Ctx, req *runtime.Request, wrap func(c *fiber.Ctx, resp *runtime.Response) []byte) error {
-	ctx, cancel := c.UserContext(), noCancel
-	if req.Stream {
-		// A stream outlives the handler: its context ends when the stream writer is done with it. A whole
-		// answer has been read to its end inside Do, so it needs no context of its own.
-		ctx, cancel = context.WithCancel(ctx)
-	}
+	t := s.inflight.begin(c.UserContext(), c.Context().Conn())
 	req.Header = func(name string) string { return c.Get(name) }
-	resp, err := s.engine.Do(ctx, req)
+	req.Cancel = t.cancel
+	resp, err := s.engine.Do(t.ctx, req)
 	req.Header = nil // c.Get must not be called once the handler has returned
-	if err != nil {
-		cancel()
-		return err
+	s.inflight.unwatch(&t)
+	if err != nil || resp.Stream == nil {
+		s.inflight.end(t)
+		if t.ctx.Err() != nil && context.Cause(t.ctx) == errCallerGone {
+			s.log.Info("the caller went away; its upstream calls were cancelled", "trace_id", req.TraceID)
+			if err != nil { // nobody reads it, and it is no failure of the gateway's: not logged as one
+				return writeError(c, toGatewayError(c, err))
+			}
+		}
+		if err != nil {
+			return err
+		}
+		return s.send(c, req, resp, noCancel, wrap)
 	}
-	return s.send(c, req, resp, cancel, wrap)
+	stream := t // a copy, so that only a streamed answer's entry escapes to the heap
+	return s.send(c, req, resp, func() { s.inflight.end(stream) }, wrap)
 }
 
 // send writes an engine answer: the gateway headers, then the body, or the stream event by event. wrap, when

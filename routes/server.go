@@ -1,6 +1,9 @@
 package routes
 
 import (
+	"context"
+	"errors"
+	"fmt"
 	"log/slog"
 	"net"
 	"time"
@@ -51,6 +54,8 @@ type Server struct {
 
 	promptTemplates *prompt.Cache // compiled prompt template versions, by the hash of their JSON
 	promptRecords   promptRecords // decoded prompts, until the next write
+
+	inflight inflight // inference requests being served, with their contexts
 }
 
 // New builds the server over the store and the engine. Call Serve to accept connections and Shutdown to stop.
@@ -69,6 +74,7 @@ func New(store *storage.Store, engine *runtime.Engine, opts Options) *Server {
 	}
 	s := &Server{store: store, engine: engine, log: opts.Logger, accessLogs: opts.AccessLog, plugins: opts.Plugins,
 		pluginChecks: opts.PluginChecks, promptTemplates: prompt.NewCache(4096)}
+	s.inflight.init(opts.Logger)
 	s.app = fiber.New(fiber.Config{
 		AppName:               "gateway",
 		BodyLimit:             opts.BodyLimit,
@@ -131,6 +137,32 @@ func (s *Server) Handler() *fiber.App { return s.app }
 // Serve accepts connections on ln until Shutdown. It returns nil after a Shutdown.
 func (s *Server) Serve(ln net.Listener) error { return s.app.Listener(ln) }
 
-// Shutdown stops accepting connections and waits up to grace for requests in flight to finish; connections still
-// busy after that are closed. It returns an error when the grace period ran out.
-func (s *Server) Shutdown(grace time.Duration) error { return s.app.ShutdownWithTimeout(grace) }
+// Shutdown stops accepting connections and waits up to grace for requests in flight to finish. Inference
+// requests still running after that are cancelled (their upstream calls and retries stop and they answer 503)
+// and waited for a few seconds more, so that nothing uses the engine or the store once Shutdown has returned.
+// It returns an error when the grace period ran out.
+func (s *Server) Shutdown(grace time.Duration) error {
+	// fasthttp's shutdown goes on past the grace period while cancelled requests write their answers: until it
+	// returns, it closes each connection once its answer is written, so that none is cut off mid-answer.
+	ctx, stop := context.WithTimeout(context.Background(), grace+drainAfterCancel)
+	defer stop()
+	overDone := make(chan struct{})
+	over := time.AfterFunc(grace, func() {
+		defer close(overDone)
+		if n := s.inflight.cancelAll(errShuttingDown); n > 0 {
+			s.log.Warn("grace period over: cancelling the requests still running", "requests", n)
+		} else {
+			stop() // none of ours to wait for: the grace period was the deadline
+		}
+	})
+	err := s.app.ShutdownWithContext(ctx)
+	if !over.Stop() {
+		<-overDone
+		if errors.Is(err, context.DeadlineExceeded) {
+			s.log.Warn("requests still running after they were cancelled at shutdown")
+		}
+		err = fmt.Errorf("shutdown: grace period of %v over: %w", grace, context.DeadlineExceeded)
+	}
+	s.inflight.stopWatching()
+	return err
+}

@@ -126,6 +126,16 @@ func (b *breaker) record(now time.Time, cfg *config.CircuitBreaker, failed bool)
 	}
 }
 
+// release gives back a request the breaker allowed whose outcome says nothing about the target (the request
+// was cancelled): a half-open breaker lets the next request probe.
+func (b *breaker) release() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.state == halfOpen {
+		b.probing = false
+	}
+}
+
 // isFailure applies cb_config.failure_status_codes, by default statuses above 500 and transport errors
 // (status 0 here).
 func isBreakerFailure(cfg *config.CircuitBreaker, status int) bool {

@@ -33,12 +33,23 @@ type Options struct {
 	// AttemptTimeout bounds one upstream attempt when neither the config nor the request sets request_timeout.
 	// Default 10 minutes: long generations are normal, hanging forever is not.
 	AttemptTimeout time.Duration
+	// RequestDeadline bounds finding the answer to one request: every upstream call, retry, wait and fallback
+	// of it. A request still without an answer then gets 408. A stream that has begun is not cut by it (its
+	// attempt's request_timeout bounds it, and it ends when the caller goes away). Default 10 minutes.
+	RequestDeadline time.Duration
+	// MaxUpstreamAttempts caps the upstream calls of one request, retries included (cache hits are not calls).
+	// At the cap no retry, fallback or load-balance re-draw is made, and the caller gets the last attempt's
+	// answer. Default 50.
+	MaxUpstreamAttempts int
 	// ConfigCacheSize bounds the compiled configs kept by hash. Default 1024.
 	ConfigCacheSize int
 	// Logger receives the engine's warnings. Default slog.Default().
 	Logger *slog.Logger
 	// PluginChecks resolves "<plugin>.<check>" ids of hooks and guardrails to wasm checks. Nil: none.
 	PluginChecks guardrails.PluginChecks
+	// CheckErrorsFail makes a check that errors count as failed when its parameters carry no failOnError
+	// (--check-errors fail). Default false: it passes, as in Portkey. A check's own failOnError always wins.
+	CheckErrorsFail bool
 	// PluginCondition answers {"$plugin": ...} routing conditions with a workspace's wasm plugin. Nil: such
 	// conditions never match.
 	PluginCondition PluginCondition
@@ -70,6 +81,8 @@ type Engine struct {
 	semantic        *cache.Index
 
 	attemptTimeout time.Duration
+	deadline       time.Duration // Options.RequestDeadline
+	maxAttempts    int           // Options.MaxUpstreamAttempts
 	now            func() time.Time
 	sleep          func(ctx context.Context, d time.Duration) error
 	jitter         func(n int64) int64 // uniform in [0, n)
@@ -85,6 +98,12 @@ func New(store *storage.Store, opts Options) *Engine {
 	}
 	if opts.AttemptTimeout <= 0 {
 		opts.AttemptTimeout = 10 * time.Minute
+	}
+	if opts.RequestDeadline <= 0 {
+		opts.RequestDeadline = 10 * time.Minute
+	}
+	if opts.MaxUpstreamAttempts <= 0 {
+		opts.MaxUpstreamAttempts = 50
 	}
 	if opts.ConfigCacheSize <= 0 {
 		opts.ConfigCacheSize = 1024
@@ -122,7 +141,10 @@ func New(store *storage.Store, opts Options) *Engine {
 		resolver:        netguard.NewCachingResolver(opts.Resolver, 30*time.Second), // the dialer resolves afresh
 		log:             opts.Logger,
 		attemptTimeout:  opts.AttemptTimeout,
+		deadline:        opts.RequestDeadline,
+		maxAttempts:     opts.MaxUpstreamAttempts,
 		pluginChecks:    opts.PluginChecks,
+		hookSets:        hookSets{failChecks: opts.CheckErrorsFail},
 		pluginCondition: opts.PluginCondition,
 		asyncSlots:      make(chan struct{}, maxAsyncHooks),
 		now:             opts.Now,
@@ -130,6 +152,18 @@ func New(store *storage.Store, opts Options) *Engine {
 		jitter:          rand.Int64N,
 	}
 }
+
+// errRequestDeadline is the cause of a request's context when Options.RequestDeadline ends it. It is a
+// context.DeadlineExceeded, so that the request answers 408 like a timed-out attempt.
+var errRequestDeadline error = requestDeadlineError{}
+
+type requestDeadlineError struct{}
+
+func (requestDeadlineError) Error() string {
+	return "the request did not finish within the gateway's request deadline"
+}
+
+func (requestDeadlineError) Is(target error) bool { return target == context.DeadlineExceeded }
 
 // noRedirects keeps an upstream from sending the gateway (and the caller's credentials) elsewhere.
 func noRedirects(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
@@ -147,7 +181,8 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 
 // Do executes the request and returns the answer to send, or a *gwerr.Error for requests that cannot be
 // routed at all (a bad config, no provider). Upstream failures come back as a Response with the provider's
-// status and body.
+// status and body. The request is bounded: cancelling ctx stops its upstream calls, Options.RequestDeadline
+// ends it with 408 when no answer has begun by then, and Options.MaxUpstreamAttempts caps its calls.
 func (e *Engine) Do(ctx context.Context, req *Request) (*Response, error) {
 	plan, err := e.plan(req)
 	if err != nil {
@@ -157,8 +192,24 @@ func (e *Engine) Do(ctx context.Context, req *Request) (*Response, error) {
 	if refused != nil {
 		return nil, refused
 	}
-	st := &state{ctx: ctx, req: req, planHash: plan.Hash, pluginCondition: e.pluginCondition}
+	// The deadline cancels the context instead of being its deadline, so that it can be lifted from a stream
+	// that has begun: the stream keeps the context until it is closed (Options.RequestDeadline).
+	cancel := req.Cancel
+	if cancel == nil {
+		ctx, cancel = context.WithCancelCause(ctx)
+	}
+	timer := time.AfterFunc(e.deadline, func() { cancel(errRequestDeadline) })
+	st := &state{ctx: ctx, req: req, planHash: plan.Hash, pluginCondition: e.pluginCondition, deadline: e.now().Add(e.deadline)}
 	out := e.exec(ctx, st, plan.Root)
+	timer.Stop()
+	if req.Cancel == nil {
+		if s := out.stream; s != nil {
+			endAttempt := s.cancel
+			s.cancel = func() { endAttempt(); cancel(nil) }
+		} else {
+			cancel(nil)
+		}
+	}
 	resp, err := out.response()
 	if err != nil {
 		return nil, err

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"time"
 
 	"github.com/llmgw/gateway/hostapi"
 	"github.com/llmgw/gateway/runtime/condition"
@@ -19,6 +20,25 @@ type state struct {
 	// pluginCondition answers $plugin queries (Options.PluginCondition); nil when no plugin engine is wired.
 	pluginCondition PluginCondition
 	env             *condition.Env // built on the first conditional strategy or check that needs the parsed body
+	// deadline is when Options.RequestDeadline ends the request (by the engine's clock): a wait past it is
+	// never begun.
+	deadline time.Time
+	calls    int  // upstream attempts made so far, retries included (Options.MaxUpstreamAttempts)
+	capSaid  bool // the log already says that the cap stopped the request
+}
+
+// atCap reports whether the request has made its cap of upstream attempts. Callers ask it only when they
+// would otherwise make another call, so the first true is logged as the reason the request stops there.
+func (e *Engine) atCap(st *state) bool {
+	if st.calls < e.maxAttempts {
+		return false
+	}
+	if !st.capSaid {
+		st.capSaid = true
+		e.log.Warn("upstream attempt cap reached: no more retries, fallbacks or re-draws; the caller gets the last attempt's answer",
+			"trace_id", st.req.TraceID, "cap", e.maxAttempts, "attempts", st.calls)
+	}
+	return true
 }
 
 func (st *state) conditionEnv() *condition.Env {
@@ -57,6 +77,7 @@ type outcome struct {
 	stream  *attemptStream // a 2xx streamed answer, still open
 	err     *gwerr.Error   // the gateway's own answer (timeout, transport failure, bad target), when set
 	open    bool           // the target's circuit breaker is open: it was not called
+	capped  bool           // the request had made its cap of upstream attempts: the target was not called
 	path    string
 	prov    string
 	retries int
@@ -66,6 +87,9 @@ type outcome struct {
 }
 
 func (o *outcome) ok() bool { return o.err == nil && !o.open && o.status >= 200 && o.status < 300 }
+
+// called reports whether the outcome is a target's answer (or its failure), not a target passed over.
+func (o *outcome) called() bool { return !o.open && !o.capped }
 
 // response turns the final outcome into the answer to send.
 func (o *outcome) response() (*Response, error) {
@@ -108,7 +132,11 @@ func (e *Engine) exec(ctx context.Context, st *state, n *config.Node) *outcome {
 		next := n.DefaultNext
 		env := st.conditionEnv()
 		for _, c := range n.Conditions {
-			if c.Match.Match(env) {
+			ok, err := condition.Eval(c.Match, env) // a $expr over its limits fails the request (400)
+			if err != nil {
+				return &outcome{path: n.Path, err: err}
+			}
+			if ok {
 				next = c.Next
 				break
 			}
@@ -124,10 +152,11 @@ func (e *Engine) exec(ctx context.Context, st *state, n *config.Node) *outcome {
 }
 
 // execFallback tries the children in order until one answers with a status that does not trigger fallback.
-// The caller gets the last answer when all fail; 503 circuit_open when every target was skipped as open.
+// The caller gets the last answer when all fail, or when the request reaches its cap of upstream attempts
+// before the last child; 503 circuit_open when every target was skipped as open.
 func (e *Engine) execFallback(ctx context.Context, st *state, n *config.Node) *outcome {
-	var lastCalled *outcome // the last answer of a target that was really called
-	for _, child := range n.Children {
+	var lastCalled, capped *outcome // the last answer of a target that was really called; a target the cap passed over
+	for i, child := range n.Children {
 		out := e.exec(ctx, st, child)
 		if ctx.Err() != nil || !fallsBack(n, child, out) {
 			if lastCalled != nil {
@@ -135,24 +164,32 @@ func (e *Engine) execFallback(ctx context.Context, st *state, n *config.Node) *o
 			}
 			return out
 		}
-		if !out.open {
+		if out.called() {
 			if lastCalled != nil {
 				lastCalled.discard()
 			}
 			lastCalled = out
+		} else if out.capped {
+			capped = out
+		}
+		if i+1 < len(n.Children) && e.atCap(st) {
+			break
 		}
 	}
-	if lastCalled == nil {
-		return &outcome{open: true}
+	if lastCalled != nil {
+		return lastCalled
 	}
-	return lastCalled
+	if capped != nil {
+		return capped
+	}
+	return &outcome{open: true}
 }
 
 // fallsBack decides whether the answer of child moves the fallback on: a skipped (open) target always does; a
 // target's own on_status_codes, else the strategy's, name the statuses that do; without either, any status
 // outside 2xx does (246 counts as success, 446 falls back).
 func fallsBack(parent, child *config.Node, out *outcome) bool {
-	if out.open {
+	if !out.called() {
 		return true
 	}
 	status := out.status
@@ -188,7 +225,7 @@ func (e *Engine) execLoadbalance(ctx context.Context, st *state, n *config.Node)
 			return &outcome{open: true}
 		}
 		out := e.exec(ctx, st, n.Children[i])
-		if !out.open || i >= 64 {
+		if !out.open || i >= 64 || e.atCap(st) {
 			return out
 		}
 		tried |= 1 << uint(i)

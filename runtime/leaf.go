@@ -16,6 +16,7 @@ import (
 	"github.com/llmgw/gateway/guardrails"
 	"github.com/llmgw/gateway/runtime/config"
 	"github.com/llmgw/gateway/runtime/gwerr"
+	"github.com/llmgw/gateway/runtime/netguard"
 	"github.com/llmgw/gateway/runtime/providers"
 	"github.com/llmgw/gateway/storage"
 )
@@ -48,7 +49,7 @@ func (e *Engine) execLeaf(ctx context.Context, st *state, n *config.Node) *outco
 	if gerr != nil {
 		return &outcome{err: gerr, path: n.Path}
 	}
-	body, err := patchBody(body, st.req, n)
+	body, err := patchBody(body, n)
 	if err != nil {
 		return &outcome{err: gwerr.Internal(err), path: n.Path}
 	}
@@ -80,6 +81,15 @@ func (e *Engine) execLeaf(ctx context.Context, st *state, n *config.Node) *outco
 		}
 		return hit
 	}
+	// Only after the cache key is taken: a namespace shares answers across metadata, so no field filled from
+	// metadata may split the key (without a namespace the metadata is in the key anyway).
+	if body, err = fillUser(body, st.req); err != nil {
+		return &outcome{err: gwerr.Internal(err), path: n.Path}
+	}
+	if st.calls >= e.maxAttempts { // strategies stop at the cap; this guards a walk that would go on
+		return &outcome{capped: true, path: n.Path, prov: t.Provider, err: &gwerr.Error{Status: http.StatusServiceUnavailable,
+			Code: codeAttemptCap, Message: fmt.Sprintf("the request reached the gateway's cap of %d upstream attempts before %s could be called", e.maxAttempts, n.Path)}}
+	}
 	// The breaker is asked last, right before the call: an allowed request must always be recorded, or a
 	// half-open breaker would wait forever for the outcome of its probe.
 	var br *breaker
@@ -103,9 +113,13 @@ func (e *Engine) execLeaf(ctx context.Context, st *state, n *config.Node) *outco
 			}
 		}
 	}
-	out := e.attempts(ctx, st.req, n, adapter, t, &providers.Call{Endpoint: st.req.Endpoint, Body: body, Stream: st.req.Stream,
+	out := e.attempts(ctx, st, n, adapter, t, &providers.Call{Endpoint: st.req.Endpoint, Body: body, Stream: st.req.Stream,
 		Strict: n.StrictCompliance}, post)
-	if br != nil {
+	if br != nil && out.err != nil && ctx.Err() != nil {
+		// The request ended (the caller went away, its deadline passed, the gateway is stopping): the failed
+		// call says nothing about the target.
+		br.release()
+	} else if br != nil {
 		status := out.status
 		if out.err != nil {
 			status = out.err.Status
@@ -311,19 +325,15 @@ func forwardHeaders(req *Request, n *config.Node) http.Header {
 	return h
 }
 
-// patchBody applies override_params (and metadata._user as "user") to the caller's body. Without them the
-// caller's bytes go upstream untouched.
-func patchBody(body []byte, req *Request, n *config.Node) ([]byte, error) {
-	user := req.Metadata["_user"]
-	if len(n.OverrideParams) == 0 && user == "" {
+// patchBody applies override_params to the caller's body. Without them the caller's bytes go upstream
+// untouched.
+func patchBody(body []byte, n *config.Node) ([]byte, error) {
+	if len(n.OverrideParams) == 0 {
 		return body, nil
 	}
 	var m map[string]json.RawMessage
 	if err := json.Unmarshal(body, &m); err != nil {
 		return nil, err
-	}
-	if _, has := m["user"]; user != "" && !has {
-		m["user"], _ = json.Marshal(user)
 	}
 	for k, v := range n.OverrideParams {
 		m[k] = v
@@ -331,8 +341,34 @@ func patchBody(body []byte, req *Request, n *config.Node) ([]byte, error) {
 	return json.Marshal(m)
 }
 
-// attempts calls the target, retrying as its retry settings say.
-func (e *Engine) attempts(ctx context.Context, req *Request, n *config.Node, adapter providers.Adapter, t *providers.Target, call *providers.Call, post func(*outcome)) *outcome {
+// fillUser sets the body's "user" to metadata._user when the body has none (the caller's or override_params').
+func fillUser(body []byte, req *Request) ([]byte, error) {
+	user := req.Metadata["_user"]
+	if user == "" {
+		return body, nil
+	}
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(body, &m); err != nil {
+		return nil, err
+	}
+	if _, has := m["user"]; has {
+		return body, nil
+	}
+	m["user"], _ = json.Marshal(user)
+	return json.Marshal(m)
+}
+
+// codeAttemptCap is the error code of a target not called because the request had made its cap of upstream
+// attempts (Options.MaxUpstreamAttempts).
+const codeAttemptCap = "upstream_attempt_cap"
+
+// maxRetryWait is the longest wait between retries, whatever a Retry-After header asks for (DESIGN.md).
+const maxRetryWait = 60 * time.Second
+
+// attempts calls the target, retrying as its retry settings say, within the request's cap of upstream attempts.
+// A wait that would run past the time budget (see waitFits) is not begun: the caller gets the last answer at once.
+func (e *Engine) attempts(ctx context.Context, st *state, n *config.Node, adapter providers.Adapter, t *providers.Target, call *providers.Call, post func(*outcome)) *outcome {
+	req := st.req
 	retry := n.Retry
 	max := 0
 	if retry != nil {
@@ -346,12 +382,14 @@ func (e *Engine) attempts(ctx context.Context, req *Request, n *config.Node, ada
 		timeout = e.attemptTimeout
 	}
 	for i := 0; ; i++ {
+		start := e.now()
+		st.calls++
 		out := e.attempt(ctx, adapter, t, call, timeout)
 		out.retries, out.path, out.prov = i, n.Path, t.Provider
 		if post != nil {
 			post(out)
 		}
-		if i >= max || ctx.Err() != nil || !shouldRetry(retry, out) {
+		if i >= max || ctx.Err() != nil || !shouldRetry(retry, out) || e.atCap(st) {
 			return out
 		}
 		wait := time.Duration(e.jitter(int64(backoffCap(i))))
@@ -360,10 +398,9 @@ func (e *Engine) attempts(ctx context.Context, req *Request, n *config.Node, ada
 				wait = d
 			}
 		}
-		if wait > 60*time.Second {
-			return out
-		}
-		if deadline, ok := ctx.Deadline(); ok && e.now().Add(wait).After(deadline) {
+		if !e.waitFits(ctx, st, start.Add(timeout), wait) {
+			e.log.Debug("retry wait beyond the time budget: answering with the last attempt", "trace_id", req.TraceID,
+				"target", n.Path, "wait", wait, "retries", i)
 			return out
 		}
 		out.discard()
@@ -371,6 +408,24 @@ func (e *Engine) attempts(ctx context.Context, req *Request, n *config.Node, ada
 			return out
 		}
 	}
+}
+
+// waitFits reports whether a wait before the next retry fits the time budget: at most maxRetryWait, and over
+// before the earliest of the request's deadline, the caller's context deadline and the end of the attempt's
+// request_timeout window (attemptEnd: the attempt's start plus its timeout, as inherited down the config or
+// set by x-gateway-request-timeout). Waiting longer would only keep the caller from the answer it will get.
+func (e *Engine) waitFits(ctx context.Context, st *state, attemptEnd time.Time, wait time.Duration) bool {
+	if wait > maxRetryWait {
+		return false
+	}
+	end := attemptEnd
+	if !st.deadline.IsZero() && st.deadline.Before(end) {
+		end = st.deadline
+	}
+	if d, ok := ctx.Deadline(); ok && d.Before(end) {
+		end = d
+	}
+	return !e.now().Add(wait).After(end)
 }
 
 // backoffCap is the ceiling of the i-th retry's full-jitter wait: 250 ms doubling, at most 8 s.
@@ -426,7 +481,7 @@ func (e *Engine) attempt(ctx context.Context, adapter providers.Adapter, t *prov
 		if errors.As(err, &ge) {
 			return &outcome{err: ge}
 		}
-		return &outcome{err: gwerr.Internal(fmt.Errorf("%s: build request: %w", t.Provider, err))}
+		return &outcome{err: gwerr.Internal(fmt.Errorf("%s: build request: %w", t.Provider, netguard.RedactError(err)))}
 	}
 	resp, err := e.client.Do(req)
 	if err != nil {
@@ -495,22 +550,33 @@ func readBody(resp *http.Response) ([]byte, error) {
 	return io.ReadAll(io.LimitReader(resp.Body, maxUpstreamBody))
 }
 
-// transportError names a failed call: 408 when the attempt's own timeout expired, 400 when the host policy
-// refused the address, else 502 upstream_error.
+// transportError names a failed call: 408 when the attempt's own timeout or the request's deadline expired,
+// 400 when the host policy refused the address, 503 when the request was cancelled, else 502 upstream_error.
 func transportError(parent, attempt context.Context, t *providers.Target, err error) *gwerr.Error {
 	var ge *gwerr.Error
 	if errors.As(err, &ge) {
 		return ge
 	}
+	err = netguard.RedactError(err) // net/http's text holds the URL, whose userinfo may be an upstream's password
 	if parent.Err() == nil && errors.Is(attempt.Err(), context.DeadlineExceeded) {
 		return &gwerr.Error{Status: http.StatusRequestTimeout, Code: gwerr.CodeRequestTimeout, Err: err,
 			Message: fmt.Sprintf("%s did not answer within the request timeout", t.Provider)}
 	}
-	if errors.Is(parent.Err(), context.DeadlineExceeded) {
-		return &gwerr.Error{Status: http.StatusRequestTimeout, Code: gwerr.CodeRequestTimeout, Err: err, Message: "the request timed out"}
+	if parent.Err() != nil {
+		cause := context.Cause(parent)
+		if errors.Is(cause, errRequestDeadline) {
+			return &gwerr.Error{Status: http.StatusRequestTimeout, Code: gwerr.CodeRequestTimeout, Err: err, Message: errRequestDeadline.Error()}
+		}
+		if errors.Is(cause, context.DeadlineExceeded) {
+			return &gwerr.Error{Status: http.StatusRequestTimeout, Code: gwerr.CodeRequestTimeout, Err: err, Message: "the request timed out"}
+		}
+		// The caller went away or the gateway is stopping: nobody may read this, but it must not read as the
+		// provider's failure.
+		return &gwerr.Error{Status: http.StatusServiceUnavailable, Code: gwerr.CodeUnavailable, Err: err,
+			Message: fmt.Sprintf("the request was cancelled before %s answered: %v", t.Provider, cause)}
 	}
 	return &gwerr.Error{Status: http.StatusBadGateway, Code: gwerr.CodeUpstream, Err: err,
-		Message: fmt.Sprintf("could not reach %s at %s: %s", t.Provider, t.BaseURL, rootCause(err))}
+		Message: fmt.Sprintf("could not reach %s at %s: %s", t.Provider, netguard.RedactURL(t.BaseURL), rootCause(err))}
 }
 
 func rootCause(err error) string {

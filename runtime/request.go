@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"context"
 	"io"
 	"net/http"
 	"time"
@@ -37,6 +38,11 @@ type Request struct {
 	// RenderPrompt renders another prompt template with the request's variables, for targets that name a
 	// prompt_id (DESIGN.md): set by /v1/prompts/{id}/completions, nil on other endpoints.
 	RenderPrompt func(promptID string) ([]byte, error)
+
+	// Cancel, when set, cancels the context given to Engine.Do, and the engine ends the request through it when
+	// the request deadline passes, instead of deriving a context of its own: one context less per request. The
+	// caller then ends that context itself once the answer is sent (a stream: once it is closed).
+	Cancel context.CancelCauseFunc
 }
 
 // Response is the answer to send back. Exactly one of Body and Stream is set. The caller must Close the
