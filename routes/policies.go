@@ -30,6 +30,9 @@ import (
 //     that nobody believes they made a policy elsewhere); a workspace_id other than the caller's is refused for
 //     the same reason. The view's other read-only fields (object, organisation_id, created_at,
 //     last_updated_at) are ignored, so that a policy read with GET can be sent back changed.
+//   - The list's workspace_id filter takes the caller's workspace by ID or slug; any other value is a 404 that
+//     reads the same whether the workspace exists or not (DESIGN.md: another workspace's ID is a 404), so that
+//     the answer never tells a caller which workspaces exist.
 //   - page_size absent: one page with every match (current_page 1 and up are then past the end, empty);
 //     page_size 0: an empty page, with total still counted, for callers that only want the count.
 //   - Lists are ordered by created_at, then id.
@@ -102,16 +105,15 @@ func (s *Server) listPolicies(c *fiber.Ctx) error {
 	}
 	if ref := c.Query("workspace_id"); ref != "" {
 		ws, err := s.store.Workspaces.Resolve(ref)
-		if errors.Is(err, storage.ErrNotFound) {
+		if err != nil && !errors.Is(err, storage.ErrNotFound) {
+			return gwerr.Internal(err)
+		}
+		// Another workspace's ID or slug answers exactly as an unknown one, so that nobody can learn which
+		// workspaces exist by probing names.
+		if ws == nil || ws.ID != caller.WorkspaceID {
 			ge := gwerr.NotFound("workspace", ref)
 			ge.Param = "workspace_id"
 			return ge
-		}
-		if err != nil {
-			return gwerr.Internal(err)
-		}
-		if ws.ID != caller.WorkspaceID {
-			return gwerr.Forbidden("your API key belongs to another workspace than %q", ref)
 		}
 	}
 	all, err := s.store.Policies.List(caller.WorkspaceID)

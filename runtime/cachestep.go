@@ -43,7 +43,9 @@ func cacheable(ep providers.Endpoint) bool {
 
 // cacheLookup consults the cache of a target whose config enables one. It returns the cached answer as an
 // outcome on a hit; otherwise the step that stores the coming answer (nil when the request cannot be cached).
-// A lookup failure is logged and treated as a miss: the cache must never fail a request.
+// A lookup failure is logged and treated as a miss: the cache must never fail a request. body is the request as
+// the target gets it, before metadata fills any field (metadata._user): a namespace must share answers across
+// metadata, and without one the metadata is in the key already.
 func (e *Engine) cacheLookup(ctx context.Context, st *state, n *config.Node, t *providers.Target, adapter providers.Adapter, body []byte) (*cacheStep, *outcome) {
 	req := st.req
 	if n.Cache == nil || req.Key == nil || !cacheable(req.Endpoint) {

@@ -2,6 +2,7 @@ package storage
 
 import (
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"sync"
@@ -133,6 +134,32 @@ func hint(secret string) string {
 		return ""
 	}
 	return secret[len(secret)-4:]
+}
+
+// errStopScan ends a scan early without an error.
+var errStopScan = errors.New("stop scan")
+
+// anyAdmin reports whether some workspace holds a key with the admin right. It reads every key until it finds
+// one, which is fine for the first start it serves, never for a request.
+func (a *APIKeyStore) anyAdmin() (bool, error) {
+	found := false
+	err := a.s.scan(prefix(tableAPIKey), func(k, raw []byte) error {
+		var rec struct {
+			Admin bool `json:"admin"`
+		}
+		if err := json.Unmarshal(raw, &rec); err != nil {
+			return fmt.Errorf("storage: decode %s: %w", k, err)
+		}
+		if rec.Admin {
+			found = true
+			return errStopScan
+		}
+		return nil
+	})
+	if errors.Is(err, errStopScan) {
+		err = nil
+	}
+	return found, err
 }
 
 // Get returns the key with the given ID in the workspace.

@@ -10,9 +10,11 @@
 //   - Gateway API keys are stored only as HMAC-SHA256 under a key derived from the master key; the secret
 //     cannot be read back. Lookup keeps a positive cache in memory, so authenticating a request is one hash and
 //     one map read.
-//   - Provider secrets (SecretFields) are sealed with AES-256-GCM under a key derived from the master key and
-//     bound to the record's key. The master key comes from GATEWAY_MASTER_KEY or from master.key (mode 0600) in
-//     the data folder; a store opened with another key is refused at Open (ErrWrongMasterKey).
+//   - Provider secrets (SecretFields: api_key, cloud credentials, and custom_host, whose userinfo may hold a
+//     password) are sealed with AES-256-GCM under a key derived from the master key and bound to the record's
+//     key; Open seals any that an older gateway stored in clear. The master key comes from GATEWAY_MASTER_KEY
+//     or from master.key (mode 0600) in the data folder; a store opened with another key is refused at Open
+//     (ErrWrongMasterKey).
 //   - Reads on the inference path do not wait for the disk: providers (opened) and records of the DocStores
 //     (encoded) are kept in memory after their first read; writes through the store drop the copy.
 //   - Rate-limit counters are saved in synced batches by the limiter's flusher (a crash loses at most one

@@ -57,9 +57,12 @@ type Provider struct {
 	Stamps
 }
 
-// SecretFields are the provider fields encrypted at rest.
+// SecretFields are the provider fields encrypted at rest. custom_host is one because its userinfo may hold an
+// upstream's password (http://user:password@host/v1); records an older gateway wrote with it in clear are
+// sealed when the store opens.
 var SecretFields = map[string]bool{
 	"api_key":                     true,
+	"custom_host":                 true,
 	"cloudz_access_key_id":        true,
 	"cloudz_secret_access_key":    true,
 	"cloudz_session_token":        true,
@@ -130,6 +133,9 @@ type Plugin struct {
 	WorkspaceID string `json:"workspace_id"`
 	SHA256      string `json:"sha256"` // hex digest of the wasm bytes
 	Size        int    `json:"size"`
+	// LoadError, when set, is why these bytes failed to load at a start; starts skip such a plugin rather than
+	// compile it again. Put clears it.
+	LoadError string `json:"load_error,omitempty"`
 	Stamps
 }
 

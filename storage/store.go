@@ -105,6 +105,10 @@ func Open(dir string, opts Options) (*Store, error) {
 	s.Workspaces = &WorkspaceStore{s: s}
 	s.APIKeys = &APIKeyStore{s: s, cache: make(map[apiKeyHash]*APIKey)}
 	s.Providers = &ProviderStore{s: s}
+	if err := s.Providers.sealClearSecrets(); err != nil {
+		db.Close()
+		return nil, err
+	}
 	s.Configs = &DocStore[Config, *Config]{s: s, table: tableConfig}
 	s.Prompts = &DocStore[Prompt, *Prompt]{s: s, table: tablePrompt}
 	s.Guardrails = &DocStore[Guardrail, *Guardrail]{s: s, table: tableGuardrail}
@@ -280,9 +284,11 @@ func (s *Store) Initialized() (bool, error) {
 // DefaultWorkspaceSlug is the slug of the workspace made on the first start.
 const DefaultWorkspaceSlug = "default"
 
-// Initialize runs the first start: it makes sure workspace "default" exists, creates one admin API key in it and
-// marks the store initialized, all in one synced batch. It returns the new key's secret, which is not stored and
-// cannot be shown again. On a store that is already initialized it returns "" and does nothing.
+// Initialize runs the first start, after the bootstrap file (if any) is applied. When no admin API key exists it
+// makes sure workspace "default" exists, creates one admin API key in it and marks the store initialized, all in
+// one synced batch, and returns the new key's secret, which is not stored and cannot be shown again. When an
+// admin key exists already (a bootstrap file's), a new one would be a credential nobody asked for: it only marks
+// the store initialized and returns "". On a store that is already initialized it returns "" and does nothing.
 func (s *Store) Initialize() (secret string, err error) {
 	s.writeMu.Lock()
 	defer s.writeMu.Unlock()
@@ -290,6 +296,16 @@ func (s *Store) Initialize() (secret string, err error) {
 		return "", err
 	}
 	b := s.db.NewBatch()
+	if admin, err := s.APIKeys.anyAdmin(); err != nil || admin {
+		if err == nil {
+			err = b.Set(keyInitialized, []byte(s.now().Format(time.RFC3339Nano)), nil)
+		}
+		if err != nil {
+			b.Close()
+			return "", err
+		}
+		return "", s.commit(b)
+	}
 	ws, err := s.Workspaces.bySlug(DefaultWorkspaceSlug)
 	if errors.Is(err, ErrNotFound) {
 		ws = &Workspace{ID: NewUUID(), Slug: DefaultWorkspaceSlug, OrganisationID: NewUUID(), Name: "Default"}

@@ -610,7 +610,7 @@ func TestProviders(t *testing.T) {
 				t.Errorf("secret field %s stored in clear", name)
 			}
 		}
-		for _, name := range []string{"custom_host", "cloudz_region", "retries"} {
+		for _, name := range []string{"cloudz_region", "retries"} {
 			if _, ok := rec.Fields[name]; !ok {
 				t.Errorf("clear field %s missing from the record", name)
 			}
@@ -1199,6 +1199,58 @@ func TestInitialize(t *testing.T) {
 	}
 }
 
+// TestInitializeAfterBootstrapKeys runs the first start on stores that already hold keys, as after a bootstrap
+// file: an admin key anywhere means no new key and no default workspace; keys without the admin right do not.
+func TestInitializeAfterBootstrapKeys(t *testing.T) {
+	tests := []struct {
+		name       string
+		admin      bool
+		wantSecret bool
+	}{
+		{name: "an admin key exists", admin: true},
+		{name: "only a plain key exists", admin: false, wantSecret: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := openTest(t, nil, newFakeClock())
+			ws := newWorkspace(t, s, "team")
+			if _, _, err := s.APIKeys.Put("gw-bootstrap-key", &APIKey{WorkspaceID: ws.ID, Admin: tt.admin}); err != nil {
+				t.Fatal(err)
+			}
+			secret, err := s.Initialize()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if done, err := s.Initialized(); err != nil || !done {
+				t.Fatalf("Initialized after = %v, %v", done, err)
+			}
+			_, defErr := s.Workspaces.Resolve(DefaultWorkspaceSlug)
+			if !tt.wantSecret {
+				if secret != "" {
+					t.Fatalf("Initialize made a key %q beside the existing admin key", secret)
+				}
+				if n := countPrefix(t, s, "apikey/"); n != 1 {
+					t.Fatalf("%d api keys, want only the existing one", n)
+				}
+				if !errors.Is(defErr, ErrNotFound) {
+					t.Fatalf("Initialize made workspace default (%v) although an admin key exists", defErr)
+				}
+				return
+			}
+			if defErr != nil {
+				t.Fatalf("no default workspace: %v", defErr)
+			}
+			k, err := s.APIKeys.Lookup(secret)
+			if err != nil || !k.Admin {
+				t.Fatalf("first-start key %+v, %v; want an admin key", k, err)
+			}
+			if n := countPrefix(t, s, "apikey/"); n != 2 {
+				t.Fatalf("%d api keys, want the existing one and the new admin key", n)
+			}
+		})
+	}
+}
+
 // populate writes one of everything and returns what to check.
 type populated struct {
 	ws        *Workspace
@@ -1573,7 +1625,8 @@ func TestSecretsAtRest(t *testing.T) {
 		"api_key":                     json.RawMessage(`"` + providerSecret + `"`),
 		"cloudz_secret_access_key":    json.RawMessage(`"cloudz-secret-99"`),
 		"cloudy_service_account_json": json.RawMessage(`{"private_key":"` + saSecret + `"}`),
-		"custom_host":                 json.RawMessage(`"https://clear-marker.test"`),
+		"custom_host":                 json.RawMessage(`"https://user:host-pass-77@upstream-host.test/v1"`),
+		"cloudz_region":               json.RawMessage(`"clear-marker-region"`),
 	}}); err != nil {
 		t.Fatal(err)
 	}
@@ -1589,7 +1642,7 @@ func TestSecretsAtRest(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	secrets := []string{providerSecret, saSecret, "cloudz-secret-99", created, operator, initial,
+	secrets := []string{providerSecret, saSecret, "cloudz-secret-99", "host-pass-77", "upstream-host.test", created, operator, initial,
 		created[len(APIKeyPrefix):]} // the random part alone
 	if len(rawAll(t, s)) < 8 {
 		t.Fatal("the raw scan sees too few records")
@@ -1598,6 +1651,9 @@ func TestSecretsAtRest(t *testing.T) {
 	check := func(t *testing.T, where string, k, v []byte) {
 		t.Helper()
 		for _, sec := range secrets {
+			if sec == "" { // Initialize makes no key when an admin key exists already
+				continue
+			}
 			if bytes.Contains(k, []byte(sec)) || bytes.Contains(v, []byte(sec)) {
 				t.Errorf("%s %q holds secret %q", where, k, sec)
 			}
@@ -1612,7 +1668,7 @@ func TestSecretsAtRest(t *testing.T) {
 		seen := false // control: the scan does see clear data in the files (the WAL)
 		for name, data := range fsFileContents(t, fs, "db") {
 			check(t, "file", []byte(name), data)
-			seen = seen || bytes.Contains(data, []byte("https://clear-marker.test"))
+			seen = seen || bytes.Contains(data, []byte("clear-marker-region"))
 		}
 		if !seen {
 			t.Fatal("the clear field is in no file: the file scan sees nothing")

@@ -68,8 +68,15 @@ func run(ctx context.Context, stopSignals func(), args []string, getenv func(str
 	if err != nil {
 		return err
 	}
+	// The engine comes before the bootstrap file, which loads its plugins before storing them.
+	wasm, err := plugins.New(plugins.Options{CacheDir: filepath.Join(cfg.dataDir, "wasm-cache"), Logger: log,
+		PluginsPerWorkspace: cfg.pluginsPerWorkspace, MemoryPerWorkspace: int64(cfg.pluginMemoryPerWorkspace)})
+	if err != nil {
+		return fmt.Errorf("plugin engine: %w", err)
+	}
+	defer wasm.Close(context.WithoutCancel(ctx))
 	if cfg.bootstrap != "" {
-		if err := applyBootstrap(store, cfg.bootstrap, log); err != nil {
+		if err := applyBootstrap(ctx, store, wasm, cfg.bootstrap, log); err != nil {
 			return err
 		}
 	}
@@ -78,13 +85,8 @@ func run(ctx context.Context, stopSignals func(), args []string, getenv func(str
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", cfg.listen, err)
 	}
-	wasm, err := plugins.New(plugins.Options{CacheDir: filepath.Join(cfg.dataDir, "wasm-cache"), Logger: log})
-	if err != nil {
-		ln.Close()
-		return fmt.Errorf("plugin engine: %w", err)
-	}
-	defer wasm.Close(context.WithoutCancel(ctx))
 	guardrails.SetOutboundAllowList(cfg.webhookHosts)
+	guardrails.SetOutboundAddressPolicy(&cfg.hosts) // webhooks reach only the addresses custom hosts may
 	pluginChecks := func(workspaceID, pluginID, check string, params json.RawMessage) (guardrails.Check, error) {
 		c, err := wasm.CheckFor(workspaceID, pluginID, check, params)
 		if err != nil {
@@ -96,16 +98,21 @@ func run(ctx context.Context, stopSignals func(), args []string, getenv func(str
 	limiter := ratelimit.New(store, ratelimit.Options{Logger: log})
 	defer limiter.Close()
 	engine := runtime.New(store, runtime.Options{HostPolicy: &cfg.hosts, Logger: log,
-		PluginChecks: pluginChecks, PluginCondition: wasm.Condition, RateLimiter: limiter})
+		PluginChecks: pluginChecks, PluginCondition: wasm.Condition, RateLimiter: limiter,
+		CheckErrorsFail: cfg.checkErrorsFail,
+		RequestDeadline: cfg.requestDeadline, MaxUpstreamAttempts: cfg.maxUpstreamAttempts})
 	server := routes.New(store, engine, routes.Options{BodyLimit: cfg.bodyLimit, Logger: log,
 		AccessLog: cfg.logLevel <= slog.LevelDebug, Plugins: wasm, PluginChecks: pluginChecks})
 	if !initialized {
+		// The bootstrap file is applied by now: Initialize makes a key only when it left no admin key.
 		secret, err := store.Initialize()
 		if err != nil {
 			ln.Close()
 			return fmt.Errorf("first start: %w", err)
 		}
-		printFirstStart(stdout, secret, ln.Addr())
+		if secret != "" {
+			printFirstStart(stdout, secret, ln.Addr())
+		}
 	}
 
 	served := make(chan error, 1)
@@ -211,12 +218,14 @@ func masterKey(dataDir string, getenv func(string) string, log *slog.Logger) ([]
 	return key, nil
 }
 
-func applyBootstrap(store *storage.Store, path string, log *slog.Logger) error {
+func applyBootstrap(ctx context.Context, store *storage.Store, wasm *plugins.Engine, path string, log *slog.Logger) error {
 	f, err := bootstrap.Load(path)
 	if err != nil {
 		return err
 	}
-	res, err := bootstrap.Apply(store, f)
+	res, err := bootstrap.ApplyWith(store, f, bootstrap.Options{LoadPlugin: func(workspaceID, id string, module []byte) error {
+		return wasm.Load(ctx, workspaceID, id, module)
+	}})
 	var ve *bootstrap.ValidationError
 	if errors.As(err, &ve) {
 		ve.File = path

@@ -1,9 +1,12 @@
 package bootstrap
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 
+	"github.com/llmgw/gateway/runtime/gwerr"
 	"github.com/llmgw/gateway/storage"
 )
 
@@ -26,8 +29,25 @@ func (r *Result) count(changed bool) {
 //
 // Workspace references are resolved before anything is written: a reference to a workspace that neither the
 // file nor the store has fails the whole file, naming the entry, except "default", which is created when
-// missing. A write can still fail midway on an I/O error; applying the file again then completes it.
+// missing. So does a check of a guardrail or config that names a plugin neither the file (same workspace) nor
+// the store has. A write can still fail midway on an I/O error; applying the file again then completes it.
 func Apply(st *storage.Store, f *File) (Result, error) {
+	return ApplyWith(st, f, Options{})
+}
+
+// Options change what ApplyWith does.
+type Options struct {
+	// LoadPlugin, when set, loads a plugin's module into the wasm engine (plugins.Engine.Load) before anything
+	// is written. It is called for each module the store does not hold already (the engine loads those from
+	// the store), and a module it refuses fails the whole file as a ValidationError naming the entry: a module
+	// that does not load is never stored, so it never replaces a stored one that does. Without it, modules are
+	// stored unloaded, and a bad one is logged and skipped when the engine loads the store.
+	LoadPlugin func(workspaceID, id string, wasm []byte) error
+}
+
+// ApplyWith is Apply with options: with Options.LoadPlugin, plugin modules are loaded before anything is
+// written, like workspace references are resolved.
+func ApplyWith(st *storage.Store, f *File, opts Options) (Result, error) {
 	var res Result
 	p := &problems{}
 	plan, err := planWorkspaces(st, f, p)
@@ -101,8 +121,19 @@ func Apply(st *storage.Store, f *File) (Result, error) {
 		resolve(x.Path, x.Workspace)
 		dup(x.Path, "id", "plugin id", x.ID)
 	}
+	if err := checkPlugins(st, f, refs, p); err != nil {
+		return res, err
+	}
 	if len(p.list) > 0 {
 		return res, &ValidationError{Problems: p.list}
+	}
+	if opts.LoadPlugin != nil {
+		for _, x := range f.Plugins {
+			loadPlugin(st, refs[x.Path], x, opts.LoadPlugin, p)
+		}
+		if len(p.list) > 0 {
+			return res, &ValidationError{Problems: p.list}
+		}
 	}
 
 	fail := func(path string, err error) (Result, error) {
@@ -177,6 +208,25 @@ func Apply(st *storage.Store, f *File) (Result, error) {
 		res.count(changed)
 	}
 	return res, nil
+}
+
+// loadPlugin loads the entry's module with load unless the store holds it already, adding a problem at the
+// entry's "wasm" when it does not load.
+func loadPlugin(st *storage.Store, w *storage.Workspace, x Plugin, load func(workspaceID, id string, wasm []byte) error, p *problems) {
+	sum := sha256.Sum256(x.Wasm)
+	if meta, err := st.Plugins.Get(w.ID, x.ID); err == nil && meta.SHA256 == hex.EncodeToString(sum[:]) && meta.LoadError == "" {
+		return
+	}
+	err := load(w.ID, x.ID, x.Wasm)
+	if err == nil {
+		return
+	}
+	msg := err.Error()
+	var ge *gwerr.Error
+	if errors.As(err, &ge) {
+		msg = ge.Message
+	}
+	p.add(x.Path+".wasm", "%s does not load: %s", x.File, msg)
 }
 
 type workspacePlan struct {

@@ -9,5 +9,7 @@
 //
 // Sections whose behaviour later issues add (configs, prompts, policies, guardrails, plugins) are checked here
 // for their shape; the engines that use them add their own checks (a config's full schema, a guardrail's known
-// check ids) where they compile them.
+// check ids) where they compile them. Plugin modules are loaded into the wasm engine through
+// Options.LoadPlugin of ApplyWith before anything is written: a module that does not load fails the file at its
+// entry and is never stored, so it cannot replace a stored module that works.
 package bootstrap

@@ -20,7 +20,7 @@ import (
 	"github.com/llmgw/gateway/guardrails"
 	"github.com/llmgw/gateway/hostapi"
 	"github.com/llmgw/gateway/runtime/config"
-	"github.com/llmgw/gateway/runtime/gwerr"
+	"github.com/llmgw/gateway/runtime/netguard"
 	"github.com/llmgw/gateway/runtime/prompt"
 	"github.com/llmgw/gateway/runtime/providers"
 	"github.com/llmgw/gateway/runtime/ratelimit"
@@ -320,7 +320,7 @@ func parseProvider(o *object) Provider {
 		var host string
 		_ = json.Unmarshal(raw, &host)
 		if u, err := url.Parse(host); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			o.p.add(o.at("custom_host"), "%q must be an http or https URL", host)
+			o.p.add(o.at("custom_host"), "%q must be an http or https URL", netguard.RedactURL(host))
 		}
 	}
 	if raw, ok := pr.Fields["cloudx_deployment_type"]; ok {
@@ -376,26 +376,21 @@ func article(kind string) string {
 	return "a"
 }
 
-// parseConfig checks a saved config with the same validation as configs sent in x-gateway-config, so that a
-// config that would be refused at request time is refused at start instead.
+// parseConfig checks a saved config with the same validation as configs sent in x-gateway-config, its hooks'
+// and guardrails' check ids and parameters included, so that a config that would be refused at request time is
+// refused at start instead. Whether the plugins its checks name exist is checked by Apply (checkPlugins).
 func parseConfig(o *object) Config {
 	c := Config{Path: o.path, ID: o.id("id"), Workspace: o.workspaceRef(), Config: o.rawObject("config", true)}
 	o.finish()
 	// An empty object is let through, as DESIGN.md's example file has one: it is stored, and a request that
 	// names it gets the validation error then.
 	if c.Config != nil && !bytes.Equal(bytes.Join(bytes.Fields(c.Config), nil), []byte("{}")) {
-		if _, err := config.Parse(c.Config); err != nil {
-			path, msg := o.at("config"), err.Error()
-			var ge *gwerr.Error
-			if errors.As(err, &ge) {
-				msg = ge.Message
-				if ge.Param != "" {
-					path += "." + ge.Param
-					msg = strings.TrimPrefix(msg, "invalid config: "+ge.Param+": ")
-				} else {
-					msg = strings.TrimPrefix(msg, "invalid config: ")
-				}
-			}
+		cfg, err := config.Parse(c.Config)
+		if err == nil {
+			err = compileConfigHooks(cfg, "", "", anyPlugin)
+		}
+		if err != nil {
+			path, msg := compileProblem(o.at("config"), "", err)
 			o.p.add(path, "%s", msg)
 		}
 	}
@@ -688,19 +683,10 @@ func parseGuardrail(o *object) Guardrail {
 	g.Object, _ = json.Marshal(obj)
 	if checks > 0 && len(o.p.list) == problemsBefore {
 		// Compile it as it will run, so that an unknown built-in check id or a bad parameter stops the start.
-		// Plugin checks ("<plugin>.<check>") are accepted here: plugins load after the bootstrap file.
-		anyPlugin := func(_, _, _ string, _ json.RawMessage) (guardrails.Check, error) { return acceptAll{}, nil }
+		// Plugin checks ("<plugin>.<check>") are accepted here; Apply checks that their plugins exist, in the
+		// file or the store (checkPlugins).
 		if _, err := guardrails.Compile("", "", nil, nil, []json.RawMessage{g.Object}, nil, nil, anyPlugin); err != nil {
-			path, msg := o.path, err.Error()
-			var ge *gwerr.Error
-			if errors.As(err, &ge) {
-				rel := strings.TrimPrefix(strings.TrimPrefix(ge.Param, "input_guardrails[0]"), ".")
-				if rel != "" {
-					path += "." + rel
-				}
-				msg = strings.TrimPrefix(ge.Message, "invalid config: ")
-				msg = strings.TrimPrefix(msg, ge.Param+": ")
-			}
+			path, msg := compileProblem(o.path, "input_guardrails[0]", err)
 			o.p.add(path, "%s", msg)
 		}
 	}

@@ -35,7 +35,10 @@
 //
 // Persistence: a counter is read from the store when it is first used in the process; changed counters are
 // saved by a background flusher every FlushInterval (default 1 s) in one synced batch, and by Close. A restart
-// therefore does not reset a day's window, and a crash loses at most FlushInterval of counts. A saved counter
+// therefore does not reset a day's window, and a crash loses at most FlushInterval of counts, which can only make
+// the policies admit more afterwards, never refuse wrongly. Counts are not saved per request: encoding and
+// writing a record costs a few microseconds and a couple of kilobytes of garbage (BenchmarkFlush, dirty), many
+// times what Admit costs, and a synced write would add a disk flush to every request. A saved counter
 // whose buckets have all left the window starts empty. Counters idle for a whole window are evicted from
 // memory (and their records removed) by the flusher, so memory follows the groups active in the last window.
 // Archiving a policy saves and drops its counters; deleting it removes its saved counters too, also for
