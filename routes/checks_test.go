@@ -236,3 +236,36 @@ func TestGatewayDefaultForCheckErrors(t *testing.T) {
 		})
 	}
 }
+
+// TestUnknownCheckOnAFallbackTargetIsRefused: a config is validated whole before anything is sent (DESIGN.md),
+// so a bad check on a target that would run only as a fallback is a 400, not an error that moves the fallback
+// on or waits for the first target to fail.
+func TestUnknownCheckOnAFallbackTargetIsRefused(t *testing.T) {
+	f, _ := checksFixture(t, false)
+	up := newUpstream(t, nil)
+	target := func(guardrails string) string {
+		return fmt.Sprintf(`{"provider":"openai","api_key":"sk","custom_host":%q%s}`, up.URL+"/v1", guardrails)
+	}
+	tests := []struct {
+		name, second, param string
+	}{
+		{"missing plugin", `,"input_guardrails":[{"deny": true, "piii.detect": {}}]`, "targets[1].input_guardrails[0].piii.detect"},
+		{"unknown built-in check", `,"output_guardrails":[{"default.noSuchCheck": {}}]`, "targets[1].output_guardrails[0].default.noSuchCheck"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			before := up.calls.Load()
+			config := `{"strategy":{"mode":"fallback"},"targets":[` + target("") + "," + target(tc.second) + "]}"
+			a := f.chat(t, chatBody, HeaderConfig, config)
+			checkError(t, a, 400, "invalid_config", tc.param)
+			if n := up.calls.Load() - before; n != 0 {
+				t.Errorf("the upstream was called %d times for a config that does not validate", n)
+			}
+		})
+	}
+	// The same config with a valid second target runs on its first.
+	config := `{"strategy":{"mode":"fallback"},"targets":[` + target("") + "," + target(`,"input_guardrails":[{"default.wordCount": {"minWords": 1}}]`) + "]}"
+	if a := f.chat(t, chatBody, HeaderConfig, config); a.status != 200 {
+		t.Fatalf("valid config: %d %s", a.status, a.body)
+	}
+}

@@ -9,6 +9,11 @@
 // /embeddings (inference.go: gateway headers parsed in headers.go, the engine called, streams copied event by
 // event), and GET, POST /api-keys and GET, DELETE /api-keys/{id} (admin keys only, the caller's workspace only).
 //
+// fasthttp's request context never ends, so run gives each inference request a context of its own (inflight.go)
+// that ends when the caller closes its connection while the engine works (one epoll watcher for every
+// connection, connwatch_linux.go, which reads nothing from the socket), when Shutdown's grace period is over,
+// or once the answer is sent.
+//
 // Fiber reuses a request's buffers once its handler returns: anything a handler keeps (strings from headers,
 // params or the body) must be copied. Nothing imports routes but cmd.
 package routes

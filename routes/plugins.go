@@ -159,6 +159,8 @@ func (s *Server) deletePlugin(c *fiber.Ctx) error {
 	if s.plugins != nil {
 		s.plugins.Remove(caller.WorkspaceID, id)
 	}
+	// Compiled checks that name the plugin were accepted while it existed: compiled again, they are refused.
+	s.engine.ForgetCompiledHooks()
 	s.log.Info("plugin deleted", "trace_id", ensureTraceID(c), "plugin", id, "workspace_id", caller.WorkspaceID)
 	return c.JSON(fiber.Map{"id": id, "object": "plugin", "deleted": true})
 }

@@ -18,6 +18,12 @@
 // user message with the workspace's embeddings target and searches cache.Index. Cache failures are logged and
 // count as misses: the cache never fails a request.
 //
+// Every request is bounded (Options): its upstream calls, retries included, stop at MaxUpstreamAttempts (the
+// caller gets the last answer), RequestDeadline ends a request still without an answer with 408, a Retry-After
+// wait is begun only when it ends within the time left, and cancelling the request's context (routes does when
+// the caller hangs up) stops everything. Before any of that, Do compiles the checks of every hooked target of the
+// plan (cached), so that an unknown check id anywhere in a config is a 400 even on a target never reached.
+//
 // Subpackages: config (schema, validation, compilation, plan cache), condition (conditional-routing queries),
 // netguard (custom-host policy), providers (adapter contract, identifiers, adapters below it), gwerr (the error
 // type), bootstrap (the bootstrap file), ratelimit (policy enforcement and counters) and cache (cache keys,

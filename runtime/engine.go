@@ -188,6 +188,10 @@ func (e *Engine) Do(ctx context.Context, req *Request) (*Response, error) {
 	if err != nil {
 		return nil, err
 	}
+	st := &state{req: req, planHash: plan.Hash, pluginCondition: e.pluginCondition}
+	if err := e.checkHooks(st, plan); err != nil {
+		return nil, err
+	}
 	adm, refused := e.admit(req)
 	if refused != nil {
 		return nil, refused
@@ -199,7 +203,7 @@ func (e *Engine) Do(ctx context.Context, req *Request) (*Response, error) {
 		ctx, cancel = context.WithCancelCause(ctx)
 	}
 	timer := time.AfterFunc(e.deadline, func() { cancel(errRequestDeadline) })
-	st := &state{ctx: ctx, req: req, planHash: plan.Hash, pluginCondition: e.pluginCondition, deadline: e.now().Add(e.deadline)}
+	st.ctx, st.deadline = ctx, e.now().Add(e.deadline)
 	out := e.exec(ctx, st, plan.Root)
 	timer.Stop()
 	if req.Cancel == nil {

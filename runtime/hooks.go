@@ -86,6 +86,21 @@ func (e *Engine) hooks(st *state, n *config.Node) (*guardrails.Set, error) {
 	return set, err
 }
 
+// checkHooks compiles the checks of every target of the plan that has any, before anything is sent: DESIGN.md
+// validates a config whole, so an unknown check id on a target that would run only as a fallback is a 400 too,
+// not a failure that moves the fallback on. Compiled sets are cached, so this is a lookup per hooked target.
+func (e *Engine) checkHooks(st *state, plan *config.Plan) error {
+	if st.req.Key == nil {
+		return nil
+	}
+	for _, n := range plan.Hooked {
+		if _, err := e.hooks(st, n); err != nil {
+			return asGatewayError(err)
+		}
+	}
+	return nil
+}
+
 // RequireStoredPlugins wraps pc so that a check id naming a plugin the workspace has not stored is refused with
 // guardrails.ErrNoPlugin, which Compile makes a 400 naming the check (DESIGN.md: an unknown check id is a config
 // error). Stored is what counts, not loaded: a plugin still compiling at start is accepted, and its checks

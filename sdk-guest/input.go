@@ -13,9 +13,10 @@ type Input struct {
 	Text string
 	// Model is the request's model.
 	Model string
-	// CheckID is the ID of the check or condition being run, e.g. "pii.detect".
+	// CheckID is the ID of the check being run, e.g. "pii.detect": the text after the plugin's ID is free, for
+	// the plugin to switch on. It is empty for a routing condition.
 	CheckID string
-	// Stage is "before" (the request) or "after" (the response).
+	// Stage is "before" (the request), "after" (the response) or "condition" (a routing condition).
 	Stage string
 	// Endpoint is "chat", "completions" or "embeddings".
 	Endpoint string

@@ -55,7 +55,24 @@ func compile(c *Config, sum [sha256.Size]byte) (*Plan, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Plan{Root: root, Hash: hex.EncodeToString(sum[:])}, nil
+	plan := &Plan{Root: root, Hash: hex.EncodeToString(sum[:])}
+	plan.Hooked = hookedLeaves(root, nil)
+	return plan, nil
+}
+
+// hookedLeaves appends the leaves under n that carry hooks or guardrails. Only leaves run checks: a
+// strategy's hooks are inherited by its targets.
+func hookedLeaves(n *Node, out []*Node) []*Node {
+	if len(n.Children) == 0 {
+		if len(n.BeforeHooks)+len(n.AfterHooks)+len(n.InputGuardrails)+len(n.OutputGuardrails) > 0 {
+			out = append(out, n)
+		}
+		return out
+	}
+	for _, c := range n.Children {
+		out = hookedLeaves(c, out)
+	}
+	return out
 }
 
 // param turns a node path ("config.targets[1]") into the Param prefix of its fields ("targets[1]").

@@ -86,6 +86,9 @@ type CircuitBreaker struct {
 type Plan struct {
 	Root *Node
 	Hash string // hex SHA-256 of the config's JSON text as received; the cache key
+	// Hooked lists the leaves that carry hooks or guardrails (their own or inherited), in depth-first order,
+	// so that their checks can be validated before anything is sent without walking the whole tree.
+	Hooked []*Node
 }
 
 // Node is one config object of a Plan. A node with Children is a strategy; a node without is a leaf target that
