@@ -13,7 +13,7 @@ require (
 	github.com/valyala/fasthttp v1.51.0
 )
 
-require github.com/cbroglie/mustache v1.4.2 // indirect
+require github.com/cbroglie/mustache v1.4.2
 
 require (
 	github.com/DataDog/zstd v1.5.7 // indirect
