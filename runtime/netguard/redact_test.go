@@ -78,9 +78,15 @@ func TestRedactErrorHTTPClient(t *testing.T) {
 	}
 }
 
-func TestRedactErrorParse(t *testing.T) {
+// unparsable are URLs that url.Parse refuses, as a caller's custom host may be.
+var unparsable = struct{ userinfo, noUserinfo string }{
 	// A password with a '/' makes the parser read part of it as the port, which its error quotes.
-	_, err := url.Parse("http://user:s3/cret@api.test/v1")
+	userinfo:   "http://user:s3/cret@api.test/v1",
+	noUserinfo: "http://api.test:bad/v1",
+}
+
+func TestRedactErrorParse(t *testing.T) {
+	_, err := url.Parse(unparsable.userinfo)
 	if err == nil {
 		t.Fatal("parsed")
 	}
@@ -89,7 +95,7 @@ func TestRedactErrorParse(t *testing.T) {
 		t.Errorf("redacted error %q", text)
 	}
 	// Without userinfo, the parse error keeps its details.
-	_, err = url.Parse("http://api.test:bad/v1")
+	_, err = url.Parse(unparsable.noUserinfo)
 	if text := RedactError(err).Error(); !strings.Contains(text, `invalid port ":bad"`) {
 		t.Errorf("details lost: %q", text)
 	}
