@@ -5,9 +5,18 @@
 // come from plugins through the Check interface and PluginChecks, saved guardrails through SavedGuardrails; cmd
 // and runtime wire them.
 //
+// The package owns the shape of hooks and guardrail objects, with one validator (shape.go): ValidateHook and
+// ValidateGuardrail check an item of a config (runtime/config calls them from Parse), ValidateSaved and
+// ValidateSavedIn a saved guardrail (routes for PUT /v1/guardrails/{id}, runtime/bootstrap for its file), and
+// Compile reads items with the same code. Keys, types, where deny may stand, check ids and parameters are all
+// checked there; only what needs a workspace (saved guardrails by ID, plugins) waits for Compile or ValidateIn.
+// A guardrail object's checks are its extra keys or a hook-style "checks" list (both may stand together), and
+// it denies through its top-level deny either way; a saved guardrail has the output shape, as either list may
+// name it.
+//
 // Compile turns a config target's four lists (before_request_hooks, after_request_hooks, input_guardrails,
-// output_guardrails, as raw JSON already validated by runtime/config) into an immutable *Set, once per config;
-// regexes and schemas are compiled then. Set.Run evaluates one side per request and is safe for concurrent use:
+// output_guardrails, as raw JSON) into an immutable *Set, once per config; regexes and schemas are compiled
+// then. Set.Run evaluates one side per request and is safe for concurrent use:
 //
 //	set, err := guardrails.Compile(ws, "targets[1]", n.BeforeHooks, n.AfterHooks, n.InputGuardrails,
 //		n.OutputGuardrails, savedLookup, pluginLookup)

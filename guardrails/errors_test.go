@@ -29,8 +29,8 @@ func TestPluginThatDoesNotExist(t *testing.T) {
 			param                 string
 		}{
 			{"guardrail key", nil, raws(`{"deny": true, "piii.detect": {}}`), nil, "input_guardrails[0].piii.detect"},
-			{"guardrail checks list", nil, nil, raws(`{"checks": [{"id": "piii.detect"}]}`), "output_guardrails[0].checks[0].id"},
-			{"hook", raws(`{"id": "h", "checks": [{"id": "default.notNull"}, {"id": "piii.detect"}]}`), nil, nil,
+			{"guardrail checks list", nil, nil, raws(`{"checks": [{"id": "piii.detect", "parameters": {}}]}`), "output_guardrails[0].checks[0].id"},
+			{"hook", raws(`{"id": "h", "checks": [{"id": "default.notNull", "parameters": {}}, {"id": "piii.detect", "parameters": {}}]}`), nil, nil,
 				"before_request_hooks[0].checks[1].id"},
 		}
 		for _, tc := range tests {

@@ -40,7 +40,7 @@ type Transformer interface {
 // which is the same as running them in parallel (they never block) and much cheaper.
 type inline interface{ inline() }
 
-// Factory compiles a check's parameters (a JSON object, never nil: {} when absent) once into a Check. Its errors
+// Factory compiles a check's parameters (a JSON object: the config requires one) once into a Check. Its errors
 // name the parameter: return a *ParamError so that Compile can report the parameter's full path.
 type Factory func(params json.RawMessage) (Check, error)
 
@@ -224,8 +224,10 @@ func (s *Set) Empty() bool {
 	return s == nil || len(s.before) == 0 && len(s.after) == 0
 }
 
-// Compile compiles the four lists (raw JSON items as in the config, shapes already validated by runtime/config)
-// once. path prefixes the errors' Param (e.g. "targets[1]"; "" for the top level).
+// Compile compiles the four lists (raw JSON items as in the config) once. It validates each item with the code
+// of ValidateHook and ValidateGuardrail, then looks saved guardrails up (saved, in workspaceID; nil finds none)
+// and resolves "<plugin>.<check>" ids (plugins; nil knows none). path prefixes the errors' Param (e.g.
+// "targets[1]"; "" for the top level).
 //
 // Errors are *gwerr.Error 400 with code "invalid_config" and Param the JSON path of the offending item, check or
 // parameter: an unknown check id gives e.g. "input_guardrails[0].default.wordCountt" or
@@ -233,32 +235,27 @@ func (s *Set) Empty() bool {
 // A check id without a dot means "default.<id>"; "<plugin>.<check>" ids go to plugins.
 func Compile(workspaceID, path string, before, after, input, output []json.RawMessage, saved SavedGuardrails, plugins PluginChecks) (*Set, error) {
 	c := &compiler{ws: workspaceID, path: path, saved: saved, plugins: plugins}
+	return c.lists(before, after, input, output)
+}
+
+func (c *compiler) lists(before, after, input, output []json.RawMessage) (*Set, error) {
 	s := &Set{}
 	for _, l := range []struct {
-		name  string
-		list  []json.RawMessage
-		hook  bool
-		after bool
+		list  list
+		items []json.RawMessage
 	}{
-		{"before_request_hooks", before, true, false},
-		{"input_guardrails", input, false, false},
-		{"after_request_hooks", after, true, true},
-		{"output_guardrails", output, false, true},
+		{beforeHooks, before},
+		{inputGuardrails, input},
+		{afterHooks, after},
+		{outputGuardrails, output},
 	} {
-		for i, raw := range l.list {
-			p := l.name + "[" + itoa(i) + "]"
-			var it *item
-			var err error
-			if l.hook {
-				it, err = c.hook(raw, p)
-			} else {
-				it, err = c.guardrail(raw, p, l.name)
-			}
+		for i, raw := range l.items {
+			it, err := c.item(raw, l.list.String()+"["+itoa(i)+"]", l.list)
 			if err != nil {
 				return nil, err
 			}
 			it.plan()
-			if l.after {
+			if l.list == afterHooks || l.list == outputGuardrails {
 				s.after = append(s.after, it)
 			} else {
 				s.before = append(s.before, it)
@@ -268,10 +265,16 @@ func Compile(workspaceID, path string, before, after, input, output []json.RawMe
 	return s, nil
 }
 
+// compiler validates items, and compiles them unless validateOnly.
 type compiler struct {
 	ws, path string
 	saved    SavedGuardrails
 	plugins  PluginChecks
+	// validateOnly checks what needs no workspace: saved guardrails are not read, "<plugin>.<check>" ids are not
+	// resolved, and built-in checks are compiled only to check their parameters.
+	validateOnly bool
+	// skipSaved accepts a saved guardrail's ID without reading it.
+	skipSaved bool
 }
 
 func (c *compiler) full(p string) string {
@@ -286,163 +289,17 @@ func (c *compiler) full(p string) string {
 
 func (c *compiler) errf(p, format string, args ...any) *gwerr.Error {
 	p = c.full(p)
-	return &gwerr.Error{Status: http.StatusBadRequest, Code: CodeInvalidConfig, Param: p,
-		Message: "invalid config: " + p + ": " + fmt.Sprintf(format, args...)}
+	msg := fmt.Sprintf(format, args...)
+	if p != "" {
+		msg = p + ": " + msg
+	}
+	return &gwerr.Error{Status: http.StatusBadRequest, Code: CodeInvalidConfig, Param: p, Message: "invalid config: " + msg}
 }
 
-type outcomeJSON struct {
-	Feedback *feedback `json:"feedback"`
-	Deny     bool      `json:"deny"`
-}
-
-type hookJSON struct {
-	ID        string       `json:"id"`
-	Type      string       `json:"type"`
-	Async     bool         `json:"async"`
-	OnFail    *outcomeJSON `json:"on_fail"`
-	OnSuccess *outcomeJSON `json:"on_success"`
-	Checks    []checkJSON  `json:"checks"`
-}
-
-type checkJSON struct {
-	ID         string          `json:"id"`
-	Parameters json.RawMessage `json:"parameters"`
-}
-
-func (c *compiler) hook(raw json.RawMessage, p string) (*item, error) {
-	var h hookJSON
-	if err := json.Unmarshal(raw, &h); err != nil {
-		return nil, c.errf(p, "must be a hook object: %v", err)
-	}
-	it := &item{id: h.ID, typ: h.Type, async: h.Async}
-	if it.typ == "" {
-		it.typ = "guardrail"
-	}
-	if h.OnFail != nil {
-		it.onFail, it.denyOnFail = h.OnFail.Feedback, h.OnFail.Deny
-	}
-	if h.OnSuccess != nil {
-		it.onSuccess, it.denyOnSuccess = h.OnSuccess.Feedback, h.OnSuccess.Deny
-	}
-	for j, ch := range h.Checks {
-		cp := p + ".checks[" + itoa(j) + "]"
-		cc, err := c.check(ch.ID, ch.Parameters, cp+".id", cp+".parameters")
-		if err != nil {
-			return nil, err
-		}
-		it.checks = append(it.checks, cc)
-	}
-	return it, nil
-}
-
-// guardrailOwnKeys are a guardrail object's own keys; any other key is a check id whose value is its parameters.
-var guardrailOwnKeys = map[string]bool{"id": true, "deny": true, "async": true, "on_fail": true, "on_success": true,
-	"checks": true, "type": true}
-
-func (c *compiler) guardrail(raw json.RawMessage, p, list string) (*item, error) {
-	raw = json.RawMessage(strings.TrimSpace(string(raw)))
-	id, ownPath := "", p
-	if len(raw) > 0 && raw[0] == '"' {
-		if err := json.Unmarshal(raw, &id); err != nil {
-			return nil, c.errf(p, "must be a saved guardrail's ID or a guardrail object")
-		}
-		if c.saved == nil {
-			return nil, c.errf(p, "saved guardrail %q not found", id)
-		}
-		obj, err := c.saved(c.ws, id)
-		if err != nil {
-			if ge, ok := err.(*gwerr.Error); ok {
-				return nil, ge
-			}
-			e := c.errf(p, "saved guardrail %q not found", id)
-			e.Err = err
-			return nil, e
-		}
-		raw = obj
-	}
-	keys, vals, err := orderedObject(raw)
-	if err != nil {
-		if id != "" {
-			return nil, c.errf(p, "saved guardrail %q is not a guardrail object: %v", id, err)
-		}
-		return nil, c.errf(p, "must be a saved guardrail's ID or a guardrail object: %v", err)
-	}
-	it := &item{id: id, typ: "guardrail"}
-	for k, key := range keys {
-		v := vals[k]
-		kp := ownPath + "." + key
-		switch key {
-		case "id":
-			if id == "" {
-				if err := json.Unmarshal(v, &it.id); err != nil {
-					return nil, c.errf(kp, "must be a string")
-				}
-			}
-		case "type":
-			if err := json.Unmarshal(v, &it.typ); err != nil {
-				return nil, c.errf(kp, "must be a string")
-			}
-		case "deny":
-			var b bool
-			if err := json.Unmarshal(v, &b); err != nil {
-				return nil, c.errf(kp, "must be a boolean")
-			}
-			it.denyOnFail = it.denyOnFail || b
-		case "async":
-			if err := json.Unmarshal(v, &it.async); err != nil {
-				return nil, c.errf(kp, "must be a boolean")
-			}
-		case "on_fail", "on_success":
-			var o outcomeJSON
-			if err := json.Unmarshal(v, &o); err != nil {
-				return nil, c.errf(kp, "must be an object with feedback and deny: %v", err)
-			}
-			if key == "on_fail" {
-				it.onFail, it.denyOnFail = o.Feedback, it.denyOnFail || o.Deny
-			} else {
-				it.onSuccess, it.denyOnSuccess = o.Feedback, o.Deny
-			}
-		case "checks":
-			var list []checkJSON
-			if err := json.Unmarshal(v, &list); err != nil {
-				return nil, c.errf(kp, "must be an array of {id, parameters}: %v", err)
-			}
-			for j, ch := range list {
-				cp := kp + "[" + itoa(j) + "]"
-				cc, err := c.check(ch.ID, ch.Parameters, cp+".id", cp+".parameters")
-				if err != nil {
-					return nil, err
-				}
-				it.checks = append(it.checks, cc)
-			}
-		default:
-			if kind(v) != '{' {
-				return nil, c.errf(kp, "must be an object of check parameters (a guardrail's extra keys are check ids, e.g. \"default.wordCount\": {\"maxWords\": 10})")
-			}
-			cc, err := c.check(key, v, kp, kp)
-			if err != nil {
-				return nil, err
-			}
-			it.checks = append(it.checks, cc)
-		}
-	}
-	if it.id == "" {
-		it.id = p // an inline guardrail without id is named by its place, e.g. "input_guardrails[0]"
-	}
-	return it, nil
-}
-
-// check compiles one check; idPath names the id in errors, paramsPath the parameters object.
-func (c *compiler) check(id string, params json.RawMessage, idPath, paramsPath string) (*compiledCheck, error) {
-	if id == "" {
-		return nil, c.errf(idPath, "a check id is required")
-	}
-	if len(params) == 0 || string(params) == "null" {
-		params = json.RawMessage("{}")
-	}
-	if kind(params) != '{' {
-		return nil, c.errf(paramsPath, "must be an object of check parameters")
-	}
+// check resolves one check whose shape is valid: a built-in is compiled (its factory checks the parameters), a
+// plugin's is resolved through c.plugins, and anything else is an unknown check id.
+func (c *compiler) check(r checkRef) (*compiledCheck, error) {
+	id, params, idPath, paramsPath := r.id, r.params, r.idPath, r.paramsPath
 	full := id
 	if !strings.Contains(id, ".") {
 		full = "default." + id
@@ -466,6 +323,9 @@ func (c *compiler) check(id string, params json.RawMessage, idPath, paramsPath s
 	plugin, name, _ := strings.Cut(full, ".")
 	if f := lookup(full); f != nil {
 		chk, err = f(params)
+	} else if plugin != "default" && c.validateOnly {
+		cc.plugin = plugin
+		return cc, nil
 	} else if plugin != "default" && c.plugins != nil {
 		chk, err = c.plugins(c.ws, plugin, name, params)
 		cc.plugin = plugin

@@ -99,7 +99,7 @@ func TestCompileErrors(t *testing.T) {
 		param                        string
 	}{
 		{"unknown guardrail check", "", nil, nil, raws(`{"default.wordCountt":{"maxWords":1}}`), nil, "input_guardrails[0].default.wordCountt"},
-		{"unknown without dot", "", nil, nil, nil, raws(`{"deny":true}`, `{"wordCountt":{}}`), "output_guardrails[1].wordCountt"},
+		{"unknown without dot", "", nil, nil, nil, raws(`{"deny":true,"notNull":{}}`, `{"wordCountt":{}}`), "output_guardrails[1].wordCountt"},
 		{"prefixed path", "targets[1]", nil, nil, raws(`{"default.wordCountt":{}}`), nil, "targets[1].input_guardrails[0].default.wordCountt"},
 		{"unknown hook check", "", raws(`{"id":"h","checks":[{"id":"default.wordCount","parameters":{}},{"id":"default.nope","parameters":{}}]}`), nil, nil, nil, "before_request_hooks[0].checks[1].id"},
 		{"unknown plugin check", "", nil, raws(`{"id":"h","checks":[{"id":"pii.nope","parameters":{}}]}`), nil, nil, "after_request_hooks[0].checks[0].id"},

@@ -31,9 +31,9 @@ func viewGuardrail(g *storage.Guardrail) guardrailView {
 		CreatedAt: g.CreatedAt.UTC().Format(time.RFC3339), UpdatedAt: g.UpdatedAt.UTC().Format(time.RFC3339)}
 }
 
-// putGuardrail answers PUT /v1/guardrails/:id with a guardrail object as the body. The object is compiled as an
-// input guardrail would be, so unknown check ids, plugins the workspace has not stored, and bad parameters are
-// refused now, naming the field.
+// putGuardrail answers PUT /v1/guardrails/:id with a guardrail object as the body. guardrails checks it as every
+// saved guardrail is checked (the bootstrap file's too), so unknown check ids, plugins the workspace has not
+// stored, and bad parameters are refused now, naming the field relative to the object.
 func (s *Server) putGuardrail(c *fiber.Ctx) error {
 	caller, err := requireAdmin(c)
 	if err != nil {
@@ -57,13 +57,7 @@ func (s *Server) putGuardrail(c *fiber.Ctx) error {
 	delete(obj, "id")
 	delete(obj, "workspace")
 	raw, _ := json.Marshal(obj)
-	if _, err := guardrails.Compile(caller.WorkspaceID, "", nil, nil, []json.RawMessage{raw}, nil, nil,
-		runtime.RequireStoredPlugins(s.store, s.pluginChecks)); err != nil {
-		var ge *gwerr.Error
-		if errors.As(err, &ge) {
-			ge.Param = strings.TrimPrefix(ge.Param, "input_guardrails[0].")
-			ge.Message = strings.Replace(ge.Message, "input_guardrails[0].", "", 1)
-		}
+	if err := guardrails.ValidateSavedIn(caller.WorkspaceID, raw, runtime.RequireStoredPlugins(s.store, s.pluginChecks)); err != nil {
 		return err
 	}
 	g := &storage.Guardrail{ID: id, WorkspaceID: caller.WorkspaceID, Guardrail: raw}

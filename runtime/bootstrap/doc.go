@@ -7,9 +7,9 @@
 // entry equal to what is stored writes nothing, a changed one updates its record, and entries the file does not
 // name are left alone. An entry without "workspace" belongs to workspace "default", which is created if missing.
 //
-// Sections whose behaviour later issues add (configs, prompts, policies, guardrails, plugins) are checked here
-// for their shape; the engines that use them add their own checks (a config's full schema, a guardrail's known
-// check ids) where they compile them. Plugin modules are loaded into the wasm engine through
+// Each section is checked by the validator that owns its shape: configs by runtime/config, hooks and guardrails
+// (saved, and inside configs) by guardrails, including that a plugin check names a plugin defined in the file or
+// already stored; policies by ratelimit and prompt templates by prompt. Plugin modules are loaded into the wasm engine through
 // Options.LoadPlugin of ApplyWith before anything is written: a module that does not load fails the file at its
 // entry and is never stored, so it cannot replace a stored module that works.
 package bootstrap

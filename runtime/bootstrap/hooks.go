@@ -12,49 +12,38 @@ import (
 	"github.com/llmgw/gateway/storage"
 )
 
-// anyPlugin stands for every plugin check while the file alone is validated: which plugins exist is known only
-// once the workspaces are resolved against the store (checkPlugins).
-func anyPlugin(_, _, _ string, _ json.RawMessage) (guardrails.Check, error) { return acceptAll{}, nil }
-
-// anySaved stands for a saved guardrail named by ID in a config: it is looked up when a request uses the config,
-// as DESIGN.md has it for guardrails deleted later.
-func anySaved(_, _ string) (json.RawMessage, error) { return json.RawMessage(`{}`), nil }
-
-// compileConfigHooks compiles the hook and guardrail lists of c and of every target under it, each at its own
-// place, as requests would: an unknown check id or a bad parameter gives the *gwerr.Error of the first one,
-// whose Param is its path in the config (targets[1].input_guardrails[0].default.wordCountt).
-func compileConfigHooks(c *config.Config, workspaceID, path string, plugins guardrails.PluginChecks) error {
-	if len(c.BeforeRequestHooks)+len(c.AfterRequestHooks)+len(c.InputGuardrails)+len(c.OutputGuardrails) > 0 {
-		if _, err := guardrails.Compile(workspaceID, path, c.BeforeRequestHooks, c.AfterRequestHooks,
-			c.InputGuardrails, c.OutputGuardrails, anySaved, plugins); err != nil {
-			return err
-		}
+// checkConfigHooks resolves the plugin check ids of c's hooks and guardrails, and of every target under it, each
+// at its own place, as requests would: a plugin the workspace lacks gives the *gwerr.Error of the first such
+// check, whose Param is its path in the config (targets[1].input_guardrails[0].pii.detect). Their shape was
+// checked by config.Parse; saved guardrails named by ID are read when a request uses the config, as DESIGN.md
+// has it for guardrails deleted later.
+func checkConfigHooks(c *config.Config, workspaceID, path string, plugins guardrails.PluginChecks) error {
+	if err := guardrails.ValidateIn(workspaceID, path, c.BeforeRequestHooks, c.AfterRequestHooks,
+		c.InputGuardrails, c.OutputGuardrails, plugins); err != nil {
+		return err
 	}
 	for i, t := range c.Targets {
 		p := "targets[" + strconv.Itoa(i) + "]"
 		if path != "" {
 			p = path + "." + p
 		}
-		if err := compileConfigHooks(t, workspaceID, p, plugins); err != nil {
+		if err := checkConfigHooks(t, workspaceID, p, plugins); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// compileProblem turns a config or guardrail compile error into a problem's path and message under base, the
-// entry's path in the file. strip is the prefix of the error's Param that base already stands for
-// ("input_guardrails[0]" for a guardrail entry compiled as an input guardrail).
-func compileProblem(base, strip string, err error) (path, msg string) {
+// compileProblem turns a config or guardrail error into a problem's path and message under base, the entry's
+// path in the file (guardrails' and config's Params are relative to the entry).
+func compileProblem(base string, err error) (path, msg string) {
 	path, msg = base, err.Error()
 	var ge *gwerr.Error
 	if errors.As(err, &ge) {
 		msg = strings.TrimPrefix(ge.Message, "invalid config: ")
 		if ge.Param != "" {
 			msg = strings.TrimPrefix(msg, ge.Param+": ")
-			if rel := strings.TrimPrefix(strings.TrimPrefix(ge.Param, strip), "."); rel != "" {
-				path += "." + rel
-			}
+			path += "." + ge.Param
 		}
 	}
 	return path, msg
@@ -88,11 +77,11 @@ func checkPlugins(st *storage.Store, f *File, refs map[string]*storage.Workspace
 		readErr = err
 		return nil, gwerr.Internal(err)
 	}
-	report := func(w *storage.Workspace, base, strip string, err error) error {
+	report := func(w *storage.Workspace, base string, err error) error {
 		if readErr != nil {
 			return readErr
 		}
-		path, msg := compileProblem(base, strip, err)
+		path, msg := compileProblem(base, err)
 		if errors.Is(err, guardrails.ErrNoPlugin) {
 			msg = strings.Replace(msg, "in this workspace", "in workspace "+w.Slug, 1) + `: define it under "plugins" or upload it first`
 		}
@@ -104,8 +93,8 @@ func checkPlugins(st *storage.Store, f *File, refs map[string]*storage.Workspace
 		if w == nil || x.Object == nil {
 			continue
 		}
-		if _, err := guardrails.Compile(w.ID, "", nil, nil, []json.RawMessage{x.Object}, nil, nil, plugins); err != nil {
-			if err := report(w, x.Path, "input_guardrails[0]", err); err != nil {
+		if err := guardrails.ValidateSavedIn(w.ID, x.Object, plugins); err != nil {
+			if err := report(w, x.Path, err); err != nil {
 				return err
 			}
 		}
@@ -119,8 +108,8 @@ func checkPlugins(st *storage.Store, f *File, refs map[string]*storage.Workspace
 		if err != nil {
 			continue // an empty config, let through by Parse; anything else was reported there
 		}
-		if err := compileConfigHooks(c, w.ID, "", plugins); err != nil {
-			if err := report(w, x.Path+".config", "", err); err != nil {
+		if err := checkConfigHooks(c, w.ID, "", plugins); err != nil {
+			if err := report(w, x.Path+".config", err); err != nil {
 				return err
 			}
 		}

@@ -11,7 +11,6 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
-	"regexp"
 	"sort"
 	"strings"
 
@@ -385,12 +384,8 @@ func parseConfig(o *object) Config {
 	// An empty object is let through, as DESIGN.md's example file has one: it is stored, and a request that
 	// names it gets the validation error then.
 	if c.Config != nil && !bytes.Equal(bytes.Join(bytes.Fields(c.Config), nil), []byte("{}")) {
-		cfg, err := config.Parse(c.Config)
-		if err == nil {
-			err = compileConfigHooks(cfg, "", "", anyPlugin)
-		}
-		if err != nil {
-			path, msg := compileProblem(o.at("config"), "", err)
+		if _, err := config.Parse(c.Config); err != nil {
+			path, msg := compileProblem(o.at("config"), err)
 			o.p.add(path, "%s", msg)
 		}
 	}
@@ -623,57 +618,12 @@ func readPolicy(o *object, inFile bool) Policy {
 	return pol
 }
 
-// checkIDPattern is the form of a check id: "name" (meaning default.name) or "namespace.name".
-var checkIDPattern = regexp.MustCompile(`^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)?$`)
-
+// parseGuardrail reads a saved guardrail: its id and workspace are the entry's, the rest is the guardrail object,
+// whose shape, check ids and parameters guardrails checks as PUT /v1/guardrails/{id} does. Plugin checks
+// ("<plugin>.<check>") are accepted here; Apply checks that their plugins exist, in the file or the store
+// (checkPlugins).
 func parseGuardrail(o *object) Guardrail {
-	problemsBefore := len(o.p.list)
 	g := Guardrail{Path: o.path, ID: o.id("id"), Workspace: o.workspaceRef()}
-	o.str("name", false)
-	o.boolean("deny")
-	o.boolean("async")
-	for _, side := range []string{"on_fail", "on_success"} {
-		if s := o.sub(side, false); s != nil {
-			s.boolean("deny")
-			if fb := s.sub("feedback", false); fb != nil {
-				fb.number("value", false)
-				fb.number("weight", false)
-				fb.rawObject("metadata", false)
-				fb.finish()
-			}
-			s.finish()
-		}
-	}
-	checks := 0
-	for i, raw := range o.array("checks", false) {
-		c := newObject(o.p, fmt.Sprintf("%s[%d]", o.at("checks"), i), raw)
-		if c == nil {
-			continue
-		}
-		if id := c.str("id", true); id != "" && !checkIDPattern.MatchString(id) {
-			c.p.add(c.at("id"), "%q is not a check id (name or namespace.name)", id)
-		}
-		c.rawObject("parameters", true)
-		c.finish()
-		checks++
-	}
-	for _, name := range o.unread() {
-		if name == "id" || name == "workspace" {
-			continue
-		}
-		raw := o.get(name)
-		switch {
-		case !checkIDPattern.MatchString(name):
-			o.p.add(o.at(name), "unknown field (a check id is name or namespace.name)")
-		case kind(raw) != "object":
-			o.p.add(o.at(name), "check parameters must be an object, not %s", kind(raw))
-		default:
-			checks++
-		}
-	}
-	if checks == 0 {
-		o.p.add(o.path, "guardrail %q has no checks: add one such as \"default.regexMatch\": {\"rule\": \"...\"}", g.ID)
-	}
 	obj := make(map[string]json.RawMessage, len(o.fields))
 	for name, raw := range o.fields {
 		if name != "id" && name != "workspace" {
@@ -681,14 +631,12 @@ func parseGuardrail(o *object) Guardrail {
 		}
 	}
 	g.Object, _ = json.Marshal(obj)
-	if checks > 0 && len(o.p.list) == problemsBefore {
-		// Compile it as it will run, so that an unknown built-in check id or a bad parameter stops the start.
-		// Plugin checks ("<plugin>.<check>") are accepted here; Apply checks that their plugins exist, in the
-		// file or the store (checkPlugins).
-		if _, err := guardrails.Compile("", "", nil, nil, []json.RawMessage{g.Object}, nil, nil, anyPlugin); err != nil {
-			path, msg := compileProblem(o.path, "input_guardrails[0]", err)
-			o.p.add(path, "%s", msg)
+	if err := guardrails.ValidateSaved(g.Object); err != nil {
+		path, msg := compileProblem(o.path, err)
+		if path == o.path {
+			msg = fmt.Sprintf("guardrail %q %s", g.ID, msg) // the entry's own problem: say which guardrail
 		}
+		o.p.add(path, "%s", msg)
 	}
 	return g
 }

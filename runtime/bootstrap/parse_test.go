@@ -263,6 +263,8 @@ func TestParseAccepts(t *testing.T) {
 		{"message content as parts and extra message fields", `{"prompts": [{"id": "p", "versions": [{"template": {"messages": [
 			{"role": "user", "content": [{"type": "text", "text": "hi"}], "tool_call_id": "x"}], "max_tokens": 5}}]}]}`},
 		{"guardrail with checks list", `{"guardrails": [{"id": "g", "checks": [{"id": "default.wordCount", "parameters": {"maxWords": 3}}]}]}`},
+		{"guardrail with checks list and top-level deny", `{"guardrails": [{"id": "g", "deny": true, "checks": [{"id": "wordCount", "parameters": {"maxWords": 3}}]}]}`},
+		{"guardrail type", `{"guardrails": [{"id": "g", "type": "guardrail", "notNull": {}}]}`},
 		{"guardrail check id without namespace", `{"guardrails": [{"id": "g", "wordCount": {"maxWords": 3}, "async": false,
 			"on_fail": {"deny": true, "feedback": {"value": -1, "weight": 1, "metadata": {}}}}]}`},
 		{"same slug in two workspaces", `{"workspaces": [{"slug": "a"}, {"slug": "b"}],

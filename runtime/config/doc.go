@@ -8,12 +8,17 @@
 // to child indexes. Load does both. PlanCache memoises Load by the SHA-256 of the config text, errors included,
 // so a config sent on every request in x-gateway-config is compiled once.
 //
+// The shape of hooks and guardrail objects is not this package's: guardrails owns it (ValidateHook and
+// ValidateGuardrail: keys, types, where deny may stand, check ids and their parameters) and Parse calls it on
+// each item, so that a config and a saved guardrail accept the same things. Only a saved guardrail's ID syntax
+// (storage's) is checked here.
+//
 // The package decides what a config means, not what happens to a request: strategy execution, retries,
 // circuit breakers, caching, hooks and guardrails belong to runtime and guardrails; whether a custom_host is a
 // safe address belongs to runtime/netguard; stored providers, virtual keys, saved guardrails and prompts are
-// resolved against storage at request time. It imports runtime/condition (queries), runtime/gwerr,
-// runtime/netguard (to redact a custom_host it quotes), runtime/providers (identifiers) and storage (ID syntax
-// only); never runtime itself, routes or cmd.
+// resolved against storage at request time. It imports guardrails (hook and guardrail shapes),
+// runtime/condition (queries), runtime/gwerr, runtime/netguard (to redact a custom_host it quotes),
+// runtime/providers (identifiers) and storage (ID syntax only); never runtime itself, routes or cmd.
 //
 // Config, Plan and Node values are immutable once returned and safe to share between goroutines.
 //

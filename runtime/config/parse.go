@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/llmgw/gateway/guardrails"
 	"github.com/llmgw/gateway/runtime/condition"
 	"github.com/llmgw/gateway/runtime/gwerr"
 	"github.com/llmgw/gateway/runtime/netguard"
@@ -192,12 +193,12 @@ func parseConfig(raw json.RawMessage, path string, depth int) (*Config, error) {
 		return nil, err
 	}
 	if c.BeforeRequestHooks, err = items(o, "before_request_hooks", func(raw json.RawMessage, path string) error {
-		return checkHook(raw, path, false)
+		return guardrails.ValidateHook(raw, path, false)
 	}); err != nil {
 		return nil, err
 	}
 	if c.AfterRequestHooks, err = items(o, "after_request_hooks", func(raw json.RawMessage, path string) error {
-		return checkHook(raw, path, true)
+		return guardrails.ValidateHook(raw, path, true)
 	}); err != nil {
 		return nil, err
 	}
@@ -607,159 +608,16 @@ func items(o *object, key string, check func(raw json.RawMessage, path string) e
 	return list, nil
 }
 
-// checkHook validates an item of before_request_hooks (after false) or after_request_hooks (after true).
-func checkHook(raw json.RawMessage, path string, after bool) error {
-	h, err := newObject(raw, path)
-	if err != nil {
-		return err
-	}
-	keys := []string{"id", "type", "on_fail", "on_success", "checks"}
-	if after {
-		keys = []string{"id", "type", "async", "on_fail", "on_success", "checks"}
-	}
-	if err := h.onlyKeys(keys...); err != nil {
-		return err
-	}
-	if _, _, err := h.str("id", true, true); err != nil {
-		return err
-	}
-	if _, _, err := h.str("type", false, false); err != nil {
-		return err
-	}
-	if after {
-		if _, err := h.boolean("async"); err != nil {
-			return err
-		}
-	}
-	where := "before_request_hooks"
-	if after {
-		where = "after_request_hooks"
-	}
-	for _, key := range []string{"on_fail", "on_success"} {
-		if err := checkOutcome(h, key, !after, where); err != nil {
-			return err
-		}
-	}
-	checks, err := h.array("checks", false)
-	if err != nil {
-		return err
-	}
-	for i, raw := range checks {
-		c, err := newObject(raw, index(h.at("checks"), i))
-		if err != nil {
-			return err
-		}
-		if err := c.onlyKeys("id", "parameters"); err != nil {
-			return err
-		}
-		if _, _, err := c.str("id", true, true); err != nil {
-			return err
-		}
-		if _, err := c.rawObject("parameters", true); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// checkOutcome validates an on_fail or on_success object: feedback, and deny where allowDeny.
-func checkOutcome(parent *object, key string, allowDeny bool, where string) error {
-	raw, err := parent.rawObject(key, false)
-	if raw == nil || err != nil {
-		return err
-	}
-	o, err := newObject(raw, parent.at(key))
-	if err != nil {
-		return err
-	}
-	if !allowDeny && o.has("deny") {
-		return invalid(o.at("deny"), "is not allowed here: %s of %s takes feedback only (deny belongs in on_fail/on_success of before_request_hooks and output_guardrails, or at a guardrail's top level)", key, where)
-	}
-	if err := o.onlyKeys("feedback", "deny"); err != nil {
-		return err
-	}
-	if fraw, err := o.rawObject("feedback", false); err != nil {
-		return err
-	} else if fraw != nil {
-		f, err := newObject(fraw, o.at("feedback"))
-		if err != nil {
-			return err
-		}
-		if err := f.onlyKeys("value", "weight", "metadata"); err != nil {
-			return err
-		}
-		if _, err := f.number("value", false); err != nil {
-			return err
-		}
-		if _, err := f.number("weight", false); err != nil {
-			return err
-		}
-		if _, err := f.rawObject("metadata", false); err != nil {
-			return err
-		}
-	}
-	if allowDeny {
-		if _, err := o.boolean("deny"); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// guardrailKeys are a guardrail object's own keys; any other key is a check id whose value is its parameters.
-var guardrailKeys = []string{"id", "deny", "async", "on_fail", "on_success"}
-
-// checkGuardrail validates an item of input_guardrails (output false) or output_guardrails (output true): a
-// saved guardrail's ID or a guardrail object.
+// checkGuardrail validates an item of input_guardrails (output false) or output_guardrails (output true). The
+// shape belongs to guardrails; a saved guardrail's ID is storage's syntax, checked here.
 func checkGuardrail(raw json.RawMessage, path string, output bool) error {
-	where := "input_guardrails"
-	if output {
-		where = "output_guardrails"
-	}
-	switch kind(raw) {
-	case "string":
+	if kind(raw) == "string" {
 		var id string
 		if err := json.Unmarshal(raw, &id); err != nil || !storage.ValidID(id) {
 			return invalid(path, "%s is not a valid guardrail ID (1-128 characters: letters, digits, '.', '_', ':' or '-', starting with a letter or digit)", raw)
 		}
-		return nil
-	case "object":
-	default:
-		return invalid(path, "must be a saved guardrail's ID (a string) or a guardrail object, not %s", describe(raw))
 	}
-	g, err := newObject(raw, path)
-	if err != nil {
-		return err
-	}
-	if _, _, err := g.str("id", false, true); err != nil {
-		return err
-	}
-	if _, err := g.boolean("deny"); err != nil {
-		return err
-	}
-	if _, err := g.boolean("async"); err != nil {
-		return err
-	}
-	for _, key := range []string{"on_fail", "on_success"} {
-		if err := checkOutcome(g, key, output, where); err != nil {
-			return err
-		}
-	}
-	// The other keys are checks: {"default.wordCount": {"maxWords": 10}}. Checked in key order.
-	first := ""
-	var firstRaw json.RawMessage
-	for k, v := range g.m {
-		if contains(guardrailKeys, k) || kind(v) == "object" {
-			continue
-		}
-		if firstRaw == nil || k < first {
-			first, firstRaw = k, v
-		}
-	}
-	if firstRaw != nil {
-		return invalid(g.at(first), "must be an object of check parameters (a guardrail's extra keys are check ids, e.g. \"default.wordCount\": {\"maxWords\": 10}), not %s", describe(firstRaw))
-	}
-	return nil
+	return guardrails.ValidateGuardrail(raw, path, output)
 }
 
 // checkRules checks the rules that tie a config object's fields together, once each field is valid.

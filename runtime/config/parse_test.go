@@ -30,6 +30,8 @@ var validConfigs = []struct {
 	{"before_request_hooks", `{"before_request_hooks": [{"id": "h1", "type": "guardrail", "on_fail": {"deny": true}, "checks": [{"id": "default.wordCount", "parameters": {"maxWords": 10}}]}]}`},
 	{"input_guardrails", `{"input_guardrails": ["no-emails", {"id": "g", "deny": true, "async": false, "default.regexMatch": {"rule": "x"}}]}`},
 	{"output_guardrails", `{"output_guardrails": [{"default.wordCount": {"maxWords": 10}, "on_fail": {"deny": true, "feedback": {"value": 0}}}]}`},
+	{"guardrail checks list with top-level deny", `{"input_guardrails": [{"checks": [{"id": "default.wordCount", "parameters": {"maxWords": 10}}], "deny": true}]}`},
+	{"guardrail plugin check", `{"input_guardrails": [{"type": "guardrail", "pii.detect": {"action": "redact"}}]}`},
 	{"provider @slug alone", `{"provider": "@mock-openai"}`},
 	{"nulls mean unset", `{"virtual_key": "a", "name": null, "retry": null}`},
 	{"integral float", `{"request_timeout": 2.0, "retry": {"attempts": 1e0}}`},
@@ -196,7 +198,12 @@ var invalidConfigs = []struct {
 	{"guardrail bad id", `{"input_guardrails": ["no such id!"]}`, "input_guardrails[0]", "valid guardrail ID"},
 	{"input guardrail on_fail deny", `{"input_guardrails": [{"on_fail": {"deny": true}}]}`, "input_guardrails[0].on_fail.deny", "not allowed"},
 	{"guardrail deny type", `{"output_guardrails": [{"deny": 1}]}`, "output_guardrails[0].deny", "boolean"},
-	{"guardrail check not object", `{"input_guardrails": [{"default.wordCount": 10}]}`, `input_guardrails[0]["default.wordCount"]`, "check parameters"},
+	{"guardrail check not object", `{"input_guardrails": [{"default.wordCount": 10}]}`, "input_guardrails[0].default.wordCount", "check parameters"},
+	{"guardrail unknown check id", `{"input_guardrails": [{"deny": true, "default.wordCountt": {}}]}`, "input_guardrails[0].default.wordCountt", "unknown check"},
+	{"guardrail bad parameter", `{"output_guardrails": [{"default.regexMatch": {"rule": "("}}]}`, "output_guardrails[0].default.regexMatch.rule", "regular expression"},
+	{"guardrail without checks", `{"input_guardrails": [{"id": "g", "deny": true}]}`, "input_guardrails[0]", "no checks"},
+	{"guardrail checks list item", `{"input_guardrails": [{"checks": [{"id": "word count", "parameters": {}}]}]}`, "input_guardrails[0].checks[0].id", "not a check id"},
+	{"hook unknown check id", `{"before_request_hooks": [{"id": "h", "checks": [{"id": "nope", "parameters": {}}]}]}`, "before_request_hooks[0].checks[0].id", "unknown check"},
 
 	// Rules that tie fields together.
 	{"provider and virtual_key", `{"provider": "@a", "virtual_key": "b"}`, "virtual_key", "one way"},
