@@ -5,9 +5,10 @@
 // *gwerr.Error (or any error, which becomes a 500 whose cause is logged), and Server.handleError writes the
 // OpenAI-shaped body {"error": {"message", "type", "code", "param"}}. Every answer carries x-gateway-trace-id.
 //
-// Endpoints so far: GET /health (no key); under /v1, with a key: POST /chat/completions, /completions and
-// /embeddings (inference.go: gateway headers parsed in headers.go, the engine called, streams copied event by
-// event), and GET, POST /api-keys and GET, DELETE /api-keys/{id} (admin keys only, the caller's workspace only).
+// Endpoints: GET /health (no key); under /v1, with a key: the inference endpoints (inference.go: gateway headers
+// parsed in headers.go, the engine called, streams copied event by event), prompt render and completions, and
+// the admin endpoints (api-keys, policies, prompts, plugins, guardrails). Admin handlers decode, check the admin
+// right, call the control plane (package control) and encode: management logic does not live here.
 //
 // fasthttp's request context never ends, so run gives each inference request a context of its own (inflight.go)
 // that ends when the caller closes its connection while the engine works (one epoll watcher for every

@@ -1,30 +1,22 @@
 package routes
 
 import (
-	"context"
-	"errors"
 	"mime"
 	"strings"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
 
+	"github.com/llmgw/gateway/control"
 	"github.com/llmgw/gateway/runtime/gwerr"
 	"github.com/llmgw/gateway/storage"
 )
 
-// PluginHost is what the plugin endpoints need of the wasm engine: check a module, install it into a workspace
-// (load it, then save it, then serve it: see plugins.Engine.Install), and unload it.
-type PluginHost interface {
-	Validate(ctx context.Context, wasm []byte) error
-	// Install loads wasm as the workspace's plugin id, runs save once it has loaded, and serves it only if
-	// save returns nil. On any failure the plugin's current version, if any, keeps serving.
-	Install(ctx context.Context, workspaceID, id string, wasm []byte, save func() error) error
-	Remove(workspaceID, id string) bool
-}
+// Wasm plugins of the caller's workspace (admin keys only); the operations, and the unloading and cache
+// invalidation a delete needs, are control.Plane's.
 
-// pluginLoadTimeout bounds compiling and instantiating an uploaded module (a cold Go guest compiles in seconds).
-const pluginLoadTimeout = 60 * time.Second
+// PluginHost is what the plugin endpoints need of the wasm engine; see control.PluginHost.
+type PluginHost = control.PluginHost
 
 type pluginView struct {
 	ID          string `json:"id"`
@@ -44,79 +36,38 @@ func viewPlugin(p *storage.Plugin) pluginView {
 		LoadError: p.LoadError}
 }
 
-func (s *Server) pluginHost() (PluginHost, error) {
-	if s.plugins == nil {
-		return nil, gwerr.New(fiber.StatusServiceUnavailable, gwerr.CodeUnavailable, "plugins are not enabled on this gateway")
-	}
-	return s.plugins, nil
-}
-
 // putPlugin answers PUT /v1/plugins/:id with the module's bytes as the body (application/wasm or
-// application/octet-stream): the module is validated and loaded, then stored with its SHA-256, then swapped in
-// for the workspace. A module that does not load (400) or does not fit the workspace's bounds (409) is not
-// stored, and the plugin's previous module keeps serving. Admin only.
+// application/octet-stream): the module is validated and loaded, then stored, then swapped in for the
+// workspace. A module that does not load (400) or does not fit the workspace's bounds (409) is not stored,
+// and the plugin's previous module keeps serving. Admin only.
 func (s *Server) putPlugin(c *fiber.Ctx) error {
-	caller, err := requireAdmin(c)
+	caller, err := adminCaller(c)
 	if err != nil {
 		return err
 	}
-	host, err := s.pluginHost()
-	if err != nil {
-		return err
-	}
-	id := strings.Clone(c.Params("id"))
-	if err := storage.CheckID("plugin id", id); err != nil {
-		return gwerr.BadRequest("id", "%v", err)
-	}
-	mt, _, _ := mime.ParseMediaType(c.Get(fiber.HeaderContentType))
-	if mt != "application/wasm" && mt != "application/octet-stream" {
-		return &gwerr.Error{Status: fiber.StatusUnsupportedMediaType, Code: gwerr.CodeUnsupportedMediaType, Param: "content-type",
-			Message: "send the module's bytes as application/wasm (or application/octet-stream)"}
-	}
-	wasm := append([]byte(nil), c.Body()...)
-	if len(wasm) == 0 {
-		return gwerr.BadRequest("body", "the body is empty: send the WebAssembly module")
-	}
-	ctx, cancel := context.WithTimeout(c.UserContext(), pluginLoadTimeout)
-	defer cancel()
-	if err := host.Validate(ctx, wasm); err != nil {
-		return asBadRequest(err, "body")
-	}
-	var p *storage.Plugin
-	var saveErr error
-	err = host.Install(ctx, caller.WorkspaceID, id, wasm, func() error {
-		p, _, saveErr = s.store.Plugins.Put(caller.WorkspaceID, id, wasm)
-		return saveErr
+	p, err := s.plane.PutPlugin(c.UserContext(), caller, strings.Clone(c.Params("id")), func() ([]byte, error) {
+		mt, _, _ := mime.ParseMediaType(c.Get(fiber.HeaderContentType))
+		if mt != "application/wasm" && mt != "application/octet-stream" {
+			return nil, &gwerr.Error{Status: fiber.StatusUnsupportedMediaType, Code: gwerr.CodeUnsupportedMediaType, Param: "content-type",
+				Message: "send the module's bytes as application/wasm (or application/octet-stream)"}
+		}
+		return append([]byte(nil), c.Body()...), nil
 	})
-	if saveErr != nil {
-		return gwerr.Internal(saveErr)
-	}
 	if err != nil {
-		return asBadRequest(err, "body")
+		return err
 	}
-	s.log.Info("plugin loaded and stored", "trace_id", ensureTraceID(c), "plugin", id, "workspace_id", caller.WorkspaceID,
-		"sha256", p.SHA256, "size", p.Size)
 	return c.JSON(viewPlugin(p))
-}
-
-// asBadRequest keeps a *gwerr.Error as it is and makes any other error a 400 about param.
-func asBadRequest(err error, param string) error {
-	var ge *gwerr.Error
-	if errors.As(err, &ge) {
-		return ge
-	}
-	return gwerr.BadRequest(param, "%v", err)
 }
 
 // listPlugins answers GET /v1/plugins: the caller's workspace's plugins. Admin only.
 func (s *Server) listPlugins(c *fiber.Ctx) error {
-	caller, err := requireAdmin(c)
+	caller, err := adminCaller(c)
 	if err != nil {
 		return err
 	}
-	list, err := s.store.Plugins.List(caller.WorkspaceID)
+	list, err := s.plane.ListPlugins(c.UserContext(), caller)
 	if err != nil {
-		return gwerr.Internal(err)
+		return err
 	}
 	data := make([]pluginView, 0, len(list))
 	for _, p := range list {
@@ -127,40 +78,26 @@ func (s *Server) listPlugins(c *fiber.Ctx) error {
 
 // getPlugin answers GET /v1/plugins/:id. Admin only; other workspaces' plugins are 404.
 func (s *Server) getPlugin(c *fiber.Ctx) error {
-	caller, err := requireAdmin(c)
+	caller, err := adminCaller(c)
 	if err != nil {
 		return err
 	}
-	id := c.Params("id")
-	p, err := s.store.Plugins.Get(caller.WorkspaceID, id)
-	if errors.Is(err, storage.ErrNotFound) {
-		return gwerr.NotFound("plugin", id)
-	}
+	p, err := s.plane.GetPlugin(c.UserContext(), caller, strings.Clone(c.Params("id")))
 	if err != nil {
-		return gwerr.Internal(err)
+		return err
 	}
 	return c.JSON(viewPlugin(p))
 }
 
 // deletePlugin answers DELETE /v1/plugins/:id: the plugin is unloaded and deleted. Admin only.
 func (s *Server) deletePlugin(c *fiber.Ctx) error {
-	caller, err := requireAdmin(c)
+	caller, err := adminCaller(c)
 	if err != nil {
 		return err
 	}
 	id := strings.Clone(c.Params("id"))
-	err = s.store.Plugins.Delete(caller.WorkspaceID, id)
-	if errors.Is(err, storage.ErrNotFound) {
-		return gwerr.NotFound("plugin", id)
+	if err := s.plane.DeletePlugin(c.UserContext(), caller, id); err != nil {
+		return err
 	}
-	if err != nil {
-		return gwerr.Internal(err)
-	}
-	if s.plugins != nil {
-		s.plugins.Remove(caller.WorkspaceID, id)
-	}
-	// Compiled checks that name the plugin were accepted while it existed: compiled again, they are refused.
-	s.engine.ForgetCompiledHooks()
-	s.log.Info("plugin deleted", "trace_id", ensureTraceID(c), "plugin", id, "workspace_id", caller.WorkspaceID)
 	return c.JSON(fiber.Map{"id": id, "object": "plugin", "deleted": true})
 }

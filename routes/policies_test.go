@@ -296,23 +296,6 @@ func TestPolicyPagination(t *testing.T) {
 	}
 }
 
-// Policies are listed by created_at; policies made at the same instant by id.
-func TestSortPolicies(t *testing.T) {
-	t0 := time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC)
-	mk := func(id string, at time.Time) *storage.RateLimitPolicy {
-		return &storage.RateLimitPolicy{ID: id, Stamps: storage.Stamps{CreatedAt: at, UpdatedAt: t0.Add(time.Hour)}}
-	}
-	list := []*storage.RateLimitPolicy{mk("c", t0), mk("d", t0.Add(-time.Second)), mk("a", t0), mk("e", t0.Add(time.Nanosecond)), mk("b", t0)}
-	sortPolicies(list)
-	var got []string
-	for _, p := range list {
-		got = append(got, p.ID)
-	}
-	if want := []string{"d", "a", "b", "c", "e"}; !reflect.DeepEqual(got, want) {
-		t.Fatalf("order = %v, want %v", got, want)
-	}
-}
-
 func TestPolicyGetErrors(t *testing.T) {
 	f := newFixture(t, Options{})
 	mine := f.newPolicy(t, f.admin, `{"type": "requests", "unit": "rpm", "value": 1}`)["id"].(string)

@@ -5,9 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
-	"net/url"
 	"strings"
-	"sync"
 
 	"github.com/gofiber/fiber/v2"
 
@@ -15,12 +13,12 @@ import (
 	"github.com/llmgw/gateway/runtime/gwerr"
 	"github.com/llmgw/gateway/runtime/prompt"
 	"github.com/llmgw/gateway/runtime/providers"
-	"github.com/llmgw/gateway/storage"
 )
 
 // POST /v1/prompts/{promptId}/render and /completions: any key of the workspace. Render runs on the control
 // plane (no routing, guardrails, rate limits or upstream call); completions render, then send the body
-// through the engine like a chat completion, to the template's target.
+// through the engine like a chat completion, to the template's target. Templates come compiled from
+// control.Plane.PromptTemplate, which caches them beside the prompt writes that make them stale.
 
 // promptCall is a prompt request's body: the variables, and the chat hyperparameters at the root.
 type promptCall struct {
@@ -71,36 +69,6 @@ func parsePromptCall(c *fiber.Ctx) (*promptCall, error) {
 	return call, nil
 }
 
-// loadTemplate finds the prompt version that ref names in the workspace and compiles it (once per version).
-func (s *Server) loadTemplate(workspaceID, refText string) (*prompt.Template, prompt.Ref, error) {
-	if unescaped, err := url.PathUnescape(refText); err == nil {
-		refText = unescaped // welcome%40latest
-	}
-	ref, err := prompt.ParseRef(refText)
-	if err != nil {
-		return nil, ref, gwerr.BadRequest("promptId", "%v", err)
-	}
-	p, err := s.promptRecords.get(s.store, workspaceID, ref.ID)
-	if errors.Is(err, storage.ErrNotFound) {
-		return nil, ref, &gwerr.Error{Status: http.StatusNotFound, Code: gwerr.CodeNotFound, Param: "promptId",
-			Message: "prompt " + quoteID(ref.ID) + " not found in this workspace"}
-	}
-	if err != nil {
-		return nil, ref, gwerr.Internal(err)
-	}
-	v, err := prompt.Select(p, ref)
-	if err != nil {
-		return nil, ref, &gwerr.Error{Status: http.StatusNotFound, Code: gwerr.CodeNotFound, Param: "promptId", Message: strings.TrimPrefix(err.Error(), prompt.ErrNoVersion.Error()+": ")}
-	}
-	t, err := s.promptTemplates.Compile(v.Template)
-	if err != nil {
-		return nil, ref, gwerr.Internal(err) // stored templates were checked when they were written
-	}
-	return t, ref, nil
-}
-
-func quoteID(id string) string { return `"` + id + `"` }
-
 // render fills the template, turning a rendering error into a 400 that names the message.
 func render(t *prompt.Template, call *promptCall) ([]byte, error) {
 	body, err := t.Render(call.vars, call.overrides)
@@ -120,7 +88,7 @@ func (s *Server) renderPrompt(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	t, _, err := s.loadTemplate(callerKey(c).WorkspaceID, c.Params("id"))
+	t, _, err := s.plane.PromptTemplate(callerKey(c).WorkspaceID, c.Params("id"))
 	if err != nil {
 		return err
 	}
@@ -146,7 +114,7 @@ func (s *Server) promptCompletion(c *fiber.Ctx) error {
 		return err
 	}
 	key := callerKey(c)
-	t, ref, err := s.loadTemplate(key.WorkspaceID, c.Params("id"))
+	t, ref, err := s.plane.PromptTemplate(key.WorkspaceID, c.Params("id"))
 	if err != nil {
 		return err
 	}
@@ -175,7 +143,7 @@ func (s *Server) promptCompletion(c *fiber.Ctx) error {
 	}
 	ws := key.WorkspaceID
 	req.RenderPrompt = func(promptID string) ([]byte, error) {
-		other, _, err := s.loadTemplate(ws, promptID)
+		other, _, err := s.plane.PromptTemplate(ws, promptID)
 		if err != nil {
 			return nil, err
 		}
@@ -203,38 +171,4 @@ func wrapPromptAnswer(c *fiber.Ctx, resp *runtime.Response) []byte {
 	out = append(out, resp.Body...)
 	out = append(out, '}')
 	return out
-}
-
-// promptRecords keeps decoded prompt records for render and completions, which would otherwise decode a
-// prompt with all its versions on every call. The copies are shared and read-only; any write to the prompt
-// store (its generation changes) empties the cache.
-type promptRecords struct {
-	mu  sync.RWMutex
-	gen uint64
-	m   map[[2]string]*storage.Prompt
-}
-
-const maxPromptRecords = 4096
-
-func (c *promptRecords) get(st *storage.Store, workspaceID, id string) (*storage.Prompt, error) {
-	gen := st.Prompts.Generation() // read before the record, so that a racing write leaves the copy stale
-	k := [2]string{workspaceID, id}
-	c.mu.RLock()
-	p, ok := c.m[k]
-	fresh := c.gen == gen
-	c.mu.RUnlock()
-	if ok && fresh {
-		return p, nil
-	}
-	p, err := st.Prompts.Get(workspaceID, id)
-	if err != nil {
-		return nil, err
-	}
-	c.mu.Lock()
-	if c.gen != gen || c.m == nil || len(c.m) >= maxPromptRecords {
-		c.m, c.gen = map[[2]string]*storage.Prompt{}, gen
-	}
-	c.m[k] = p
-	c.mu.Unlock()
-	return p, nil
 }

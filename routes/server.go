@@ -10,9 +10,9 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 
+	"github.com/llmgw/gateway/control"
 	"github.com/llmgw/gateway/guardrails"
 	"github.com/llmgw/gateway/runtime"
-	"github.com/llmgw/gateway/runtime/prompt"
 	"github.com/llmgw/gateway/runtime/providers"
 	"github.com/llmgw/gateway/storage"
 )
@@ -35,8 +35,13 @@ type Options struct {
 	Logger *slog.Logger
 	// AccessLog writes one debug line per request. Off by default: the line costs more than the request.
 	AccessLog bool
-	// Plugins is the wasm engine behind /v1/plugins. Nil: those endpoints answer 503.
+	// Plugins is the wasm engine behind /v1/plugins, given to the control plane New builds. Nil: uploads
+	// answer 503. Ignored when Plane is set.
 	Plugins PluginHost
+	// Plane runs the management operations (API keys, policies, prompts, plugins). Nil: New builds one over
+	// the store and the engine, with Plugins and Logger. Give one when other code in the process must share its
+	// serialised writes and caches (one Plane per store).
+	Plane *control.Plane
 	// PluginChecks resolves wasm check ids when saved guardrails are validated. Nil: none.
 	PluginChecks guardrails.PluginChecks
 }
@@ -49,11 +54,8 @@ type Server struct {
 	log    *slog.Logger
 
 	accessLogs   bool
-	plugins      PluginHost
+	plane        *control.Plane // management operations: handlers of the admin API decode, call it and encode
 	pluginChecks guardrails.PluginChecks
-
-	promptTemplates *prompt.Cache // compiled prompt template versions, by the hash of their JSON
-	promptRecords   promptRecords // decoded prompts, until the next write
 
 	inflight inflight // inference requests being served, with their contexts
 }
@@ -72,8 +74,11 @@ func New(store *storage.Store, engine *runtime.Engine, opts Options) *Server {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
-	s := &Server{store: store, engine: engine, log: opts.Logger, accessLogs: opts.AccessLog, plugins: opts.Plugins,
-		pluginChecks: opts.PluginChecks, promptTemplates: prompt.NewCache(4096)}
+	if opts.Plane == nil {
+		opts.Plane = control.New(store, engine, control.Options{Plugins: opts.Plugins, Logger: opts.Logger})
+	}
+	s := &Server{store: store, engine: engine, log: opts.Logger, accessLogs: opts.AccessLog, plane: opts.Plane,
+		pluginChecks: opts.PluginChecks}
 	s.inflight.init(opts.Logger)
 	s.app = fiber.New(fiber.Config{
 		AppName:               "gateway",
@@ -129,6 +134,20 @@ func (s *Server) routes() {
 	v1.Post("/chat/completions", s.inference(providers.ChatCompletions))
 	v1.Post("/completions", s.inference(providers.Completions))
 	v1.Post("/embeddings", s.inference(providers.Embeddings))
+}
+
+// callerOf is the request's caller as the control plane sees it.
+func callerOf(c *fiber.Ctx) control.Caller {
+	k := callerKey(c)
+	return control.Caller{WorkspaceID: k.WorkspaceID, KeyID: k.ID, TraceID: ensureTraceID(c)}
+}
+
+// adminCaller is callerOf for the operations that need the admin right: a 403 without it.
+func adminCaller(c *fiber.Ctx) (control.Caller, error) {
+	if _, err := requireAdmin(c); err != nil {
+		return control.Caller{}, err
+	}
+	return callerOf(c), nil
 }
 
 // Handler returns the fiber app, for tests that drive it with app.Test.

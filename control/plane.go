@@ -1,0 +1,73 @@
+package control
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+
+	"github.com/llmgw/gateway/runtime/prompt"
+	"github.com/llmgw/gateway/storage"
+)
+
+// PluginHost is what plugin management needs of the wasm engine (plugins.Engine): check a module, install it
+// into a workspace (load it, then save it, then serve it), and unload it.
+type PluginHost interface {
+	Validate(ctx context.Context, wasm []byte) error
+	// Install loads wasm as the workspace's plugin id, runs save once it has loaded, and serves it only if
+	// save returns nil. On any failure the plugin's current version, if any, keeps serving.
+	Install(ctx context.Context, workspaceID, id string, wasm []byte, save func() error) error
+	Remove(workspaceID, id string) bool
+}
+
+// HookCache is the engine's cache of compiled hooks and guardrails (runtime.Engine): a write that changes what a
+// compiled check would accept makes it forget them.
+type HookCache interface {
+	ForgetCompiledHooks()
+}
+
+// Options configure a Plane. The zero value is usable.
+type Options struct {
+	// Plugins is the wasm engine. Nil: plugin uploads answer 503, and deletes only delete the record.
+	Plugins PluginHost
+	// Logger receives one line per change. Default slog.Default().
+	Logger *slog.Logger
+}
+
+// Caller is who asks for an operation: the workspace it acts in, and, for the log lines of changes, the API
+// key and the request's trace ID. Authorisation (the admin right) is checked before the Plane is called.
+type Caller struct {
+	WorkspaceID string
+	KeyID       string
+	TraceID     string
+}
+
+// Plane runs the management operations over a store. Build one per store (two Planes over one store would
+// not serialise each other's writes). It is safe for concurrent use.
+type Plane struct {
+	store   *storage.Store
+	hooks   HookCache
+	plugins PluginHost
+	log     *slog.Logger
+
+	// policyWrites serialises the writes of policies: the store's Put replaces whatever is there, so the check
+	// that an id is free (create), the read-modify-write of an update and a delete must not interleave. One
+	// lock per store is enough: policies change rarely, and reads do not take it.
+	policyWrites sync.Mutex
+	// promptWrites serialises the writes of prompts: a new version is a read-modify-write of the whole record,
+	// so two versions added at once must not both read the same list, and the check that an id is free must
+	// not interleave with another create.
+	promptWrites sync.Mutex
+
+	promptTemplates *prompt.Cache // compiled prompt template versions, by the hash of their JSON
+	promptRecords   promptRecords // decoded prompts, until the next write to the prompt store
+}
+
+// New returns the control plane over store. hooks is the engine whose compiled hooks a write can make stale
+// (nil: none compiles hooks).
+func New(store *storage.Store, hooks HookCache, opts Options) *Plane {
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	return &Plane{store: store, hooks: hooks, plugins: opts.Plugins, log: opts.Logger,
+		promptTemplates: prompt.NewCache(4096)}
+}
