@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"sync"
 
+	"github.com/llmgw/gateway/guardrails"
 	"github.com/llmgw/gateway/runtime/prompt"
 	"github.com/llmgw/gateway/storage"
 )
@@ -29,6 +30,9 @@ type HookCache interface {
 type Options struct {
 	// Plugins is the wasm engine. Nil: plugin uploads answer 503, and deletes only delete the record.
 	Plugins PluginHost
+	// PluginChecks resolves "<plugin>.<check>" ids when a saved guardrail is checked; the Plane also requires
+	// the plugin to be stored in the workspace. Nil: plugin check ids are refused.
+	PluginChecks guardrails.PluginChecks
 	// Logger receives one line per change. Default slog.Default().
 	Logger *slog.Logger
 }
@@ -49,6 +53,8 @@ type Plane struct {
 	plugins PluginHost
 	log     *slog.Logger
 
+	pluginChecks guardrails.PluginChecks
+
 	// policyWrites serialises the writes of policies: the store's Put replaces whatever is there, so the check
 	// that an id is free (create), the read-modify-write of an update and a delete must not interleave. One
 	// lock per store is enough: policies change rarely, and reads do not take it.
@@ -68,6 +74,14 @@ func New(store *storage.Store, hooks HookCache, opts Options) *Plane {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
-	return &Plane{store: store, hooks: hooks, plugins: opts.Plugins, log: opts.Logger,
+	return &Plane{store: store, hooks: hooks, plugins: opts.Plugins, log: opts.Logger, pluginChecks: opts.PluginChecks,
 		promptTemplates: prompt.NewCache(4096)}
+}
+
+// forgetHooks drops the engine's compiled checks after a write that changes what they would accept (a saved
+// guardrail, a plugin that went away).
+func (p *Plane) forgetHooks() {
+	if p.hooks != nil {
+		p.hooks.ForgetCompiledHooks()
+	}
 }

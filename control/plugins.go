@@ -100,9 +100,7 @@ func (p *Plane) DeletePlugin(_ context.Context, caller Caller, id string) error 
 	if p.plugins != nil {
 		p.plugins.Remove(caller.WorkspaceID, id)
 	}
-	if p.hooks != nil {
-		p.hooks.ForgetCompiledHooks()
-	}
+	p.forgetHooks()
 	p.log.Info("plugin deleted", "trace_id", caller.TraceID, "plugin", id, "workspace_id", caller.WorkspaceID)
 	return nil
 }

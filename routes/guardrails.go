@@ -2,14 +2,11 @@ package routes
 
 import (
 	"encoding/json"
-	"errors"
 	"strings"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
 
-	"github.com/llmgw/gateway/guardrails"
-	"github.com/llmgw/gateway/runtime"
 	"github.com/llmgw/gateway/runtime/gwerr"
 	"github.com/llmgw/gateway/storage"
 )
@@ -31,18 +28,14 @@ func viewGuardrail(g *storage.Guardrail) guardrailView {
 		CreatedAt: g.CreatedAt.UTC().Format(time.RFC3339), UpdatedAt: g.UpdatedAt.UTC().Format(time.RFC3339)}
 }
 
-// putGuardrail answers PUT /v1/guardrails/:id with a guardrail object as the body. guardrails checks it as every
-// saved guardrail is checked (the bootstrap file's too), so unknown check ids, plugins the workspace has not
-// stored, and bad parameters are refused now, naming the field relative to the object.
+// putGuardrail answers PUT /v1/guardrails/:id with a guardrail object as the body; the control plane checks it
+// as every saved guardrail is checked. Admin only.
 func (s *Server) putGuardrail(c *fiber.Ctx) error {
-	caller, err := requireAdmin(c)
+	caller, err := adminCaller(c)
 	if err != nil {
 		return err
 	}
 	id := strings.Clone(c.Params("id"))
-	if err := storage.CheckID("guardrail id", id); err != nil {
-		return gwerr.BadRequest("id", "%v", err)
-	}
 	if err := requireJSON(c); err != nil {
 		return err
 	}
@@ -54,33 +47,22 @@ func (s *Server) putGuardrail(c *fiber.Ctx) error {
 		}
 		return gwerr.BadRequest("", "the body must be a guardrail object")
 	}
-	delete(obj, "id")
-	delete(obj, "workspace")
-	raw, _ := json.Marshal(obj)
-	if err := guardrails.ValidateSavedIn(caller.WorkspaceID, raw, runtime.RequireStoredPlugins(s.store, s.pluginChecks)); err != nil {
+	g, err := s.plane.PutGuardrail(c.UserContext(), caller, id, obj)
+	if err != nil {
 		return err
 	}
-	g := &storage.Guardrail{ID: id, WorkspaceID: caller.WorkspaceID, Guardrail: raw}
-	if _, err := s.store.Guardrails.Put(caller.WorkspaceID, id, g); err != nil {
-		return gwerr.Internal(err)
-	}
-	s.engine.ForgetCompiledHooks()
-	stored, err := s.store.Guardrails.Get(caller.WorkspaceID, id)
-	if err != nil {
-		return gwerr.Internal(err)
-	}
-	return c.JSON(viewGuardrail(stored))
+	return c.JSON(viewGuardrail(g))
 }
 
-// listGuardrails answers GET /v1/guardrails.
+// listGuardrails answers GET /v1/guardrails. Admin only.
 func (s *Server) listGuardrails(c *fiber.Ctx) error {
-	caller, err := requireAdmin(c)
+	caller, err := adminCaller(c)
 	if err != nil {
 		return err
 	}
-	list, err := s.store.Guardrails.List(caller.WorkspaceID)
+	list, err := s.plane.ListGuardrails(c.UserContext(), caller)
 	if err != nil {
-		return gwerr.Internal(err)
+		return err
 	}
 	data := make([]guardrailView, 0, len(list))
 	for _, g := range list {
@@ -89,37 +71,29 @@ func (s *Server) listGuardrails(c *fiber.Ctx) error {
 	return c.JSON(fiber.Map{"object": "list", "data": data})
 }
 
-// getGuardrail answers GET /v1/guardrails/:id.
+// getGuardrail answers GET /v1/guardrails/:id. Admin only.
 func (s *Server) getGuardrail(c *fiber.Ctx) error {
-	caller, err := requireAdmin(c)
+	caller, err := adminCaller(c)
 	if err != nil {
 		return err
 	}
-	id := c.Params("id")
-	g, err := s.store.Guardrails.Get(caller.WorkspaceID, id)
-	if errors.Is(err, storage.ErrNotFound) {
-		return gwerr.NotFound("guardrail", id)
-	}
+	g, err := s.plane.GetGuardrail(c.UserContext(), caller, strings.Clone(c.Params("id")))
 	if err != nil {
-		return gwerr.Internal(err)
+		return err
 	}
 	return c.JSON(viewGuardrail(g))
 }
 
-// deleteGuardrail answers DELETE /v1/guardrails/:id. Configs that still name it get a 400 when they run.
+// deleteGuardrail answers DELETE /v1/guardrails/:id. Configs that still name it get a 400 when they run. Admin
+// only.
 func (s *Server) deleteGuardrail(c *fiber.Ctx) error {
-	caller, err := requireAdmin(c)
+	caller, err := adminCaller(c)
 	if err != nil {
 		return err
 	}
 	id := strings.Clone(c.Params("id"))
-	err = s.store.Guardrails.Delete(caller.WorkspaceID, id)
-	if errors.Is(err, storage.ErrNotFound) {
-		return gwerr.NotFound("guardrail", id)
+	if err := s.plane.DeleteGuardrail(c.UserContext(), caller, id); err != nil {
+		return err
 	}
-	if err != nil {
-		return gwerr.Internal(err)
-	}
-	s.engine.ForgetCompiledHooks()
 	return c.JSON(fiber.Map{"id": id, "object": "guardrail", "deleted": true})
 }

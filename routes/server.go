@@ -75,7 +75,7 @@ func New(store *storage.Store, engine *runtime.Engine, opts Options) *Server {
 		opts.Logger = slog.Default()
 	}
 	if opts.Plane == nil {
-		opts.Plane = control.New(store, engine, control.Options{Plugins: opts.Plugins, Logger: opts.Logger})
+		opts.Plane = control.New(store, engine, control.Options{Plugins: opts.Plugins, PluginChecks: opts.PluginChecks, Logger: opts.Logger})
 	}
 	s := &Server{store: store, engine: engine, log: opts.Logger, accessLogs: opts.AccessLog, plane: opts.Plane,
 		pluginChecks: opts.PluginChecks}
