@@ -16,7 +16,9 @@ func (erroringCheck) Check(context.Context, *hostapi.Input, hostapi.RequestView)
 	return hostapi.Output{}, errors.New("not loaded")
 }
 
-func anyPlugin(_, _, _ string, _ json.RawMessage) (guardrails.Check, error) { return erroringCheck{}, nil }
+func anyPlugin(_, _, _ string, _ json.RawMessage) (guardrails.Check, error) {
+	return erroringCheck{}, nil
+}
 
 func guardrailObject(t *testing.T, s string) map[string]json.RawMessage {
 	t.Helper()

@@ -55,7 +55,7 @@ func (e *Engine) cacheLookup(ctx context.Context, st *state, n *config.Node, t *
 	target := cache.Target{Provider: t.Provider, BaseURL: t.BaseURL}
 	if len(t.Fields) > 0 || t.BaseURL == "" {
 		// Azure deployments, Bedrock regions, Vertex projects: the address is in fields and headers.
-		target.BaseURL += "|" + addressHash("", t.Fields, t.Header)
+		target.BaseURL += "|" + providers.AddressOf(t)
 	}
 	ep := req.Endpoint.Path()
 	key, err := cache.KeyOf(ws, target, ep, body, req.CacheNS, req.Metadata)

@@ -2,7 +2,8 @@
 // gateway headers), picks its compiled config (x-gateway-config inline or saved, or one target made of the
 // headers), walks the strategy tree (single, fallback, loadbalance, conditional, nested) and calls providers
 // through their adapters, with retries (full-jitter backoff from 250 ms to 8 s, Retry-After when asked),
-// per-attempt timeouts (408), and circuit breakers kept per target across requests. Upstream answers come back
+// per-attempt timeouts (408), and circuit breakers kept per target across requests (a target is named by its
+// provider's descriptor: Descriptor.Identity, which the cache's key shares through Address). Upstream answers come back
 // with the provider's status and body; the engine's own failures are *gwerr.Error.
 //
 // The caller's body goes upstream byte for byte unless override_params or metadata._user change it. Streamed
@@ -25,8 +26,8 @@
 // plan (cached), so that an unknown check id anywhere in a config is a 400 even on a target never reached.
 //
 // Subpackages: config (schema, validation, compilation, plan cache), condition (conditional-routing queries),
-// netguard (custom-host policy), providers (adapter contract, identifiers, adapters below it), gwerr (the error
-// type), bootstrap (the bootstrap file), ratelimit (policy enforcement and counters) and cache (cache keys,
+// netguard (custom-host policy), providers (adapter contract, the registry of provider descriptors, adapters
+// below it), jsonfield (the JSON field readers of validation), gwerr (the error type), bootstrap (the bootstrap file), ratelimit (policy enforcement and counters) and cache (cache keys,
 // stream recording and replay, the semantic index). runtime may import its subpackages, guardrails and
 // storage; never routes or cmd.
 package runtime

@@ -2,8 +2,6 @@ package runtime
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -236,13 +234,14 @@ func (e *Engine) resolveTarget(ctx context.Context, req *Request, n *config.Node
 	if n.CustomHost != "" {
 		baseURL, hostParam = n.CustomHost, param{n: n, name: "custom_host"}
 	}
-	adapter, ok := providers.Lookup(id)
+	desc, ok := providers.Describe(id)
 	if !ok {
 		return nil, nil, "", gwerr.BadRequest(hostParam.String(), "provider %q is not supported by this gateway yet (supported: %s)",
 			id, strings.Join(providers.Registered(), ", "))
 	}
+	adapter := desc.Adapter()
 	if baseURL == "" {
-		baseURL = providers.DefaultBaseURL(id)
+		baseURL = desc.BaseURL
 	} else if err := e.guard.CheckURLParam(ctx, e.resolver, baseURL, ""); err != nil {
 		var ge *gwerr.Error
 		if errors.As(err, &ge) {
@@ -261,21 +260,8 @@ func (e *Engine) resolveTarget(ctx context.Context, req *Request, n *config.Node
 	if n.CircuitBreaker == nil {
 		return t, adapter, "", nil
 	}
-	return t, adapter, id + "|" + baseURL + "|" + addressHash(apiKey, fields, header), nil
-}
-
-// addressHash sums what, besides the provider and base URL, tells targets apart: adapters that build their
-// own URL (Azure, Bedrock, Vertex) address it with fields and headers.
-func addressHash(apiKey string, fields map[string]json.RawMessage, header func(string) string) string {
-	h := sha256.New()
-	h.Write([]byte(apiKey))
-	fieldsJSON, _ := json.Marshal(fields) // map keys sorted: the same fields give the same bytes
-	h.Write(fieldsJSON)
-	for _, name := range []string{"x-gateway-cloudx-resource-name", "x-gateway-cloudx-deployment-id", "x-gateway-cloudz-region",
-		"x-gateway-cloudy-project-id", "x-gateway-cloudy-region"} {
-		h.Write([]byte(header(name)))
-	}
-	return hex.EncodeToString(h.Sum(nil)[:8])
+	// The breaker's key is the target's identity, which the provider's descriptor says how to form.
+	return t, adapter, desc.Identity(t), nil
 }
 
 func noHeader(string) string { return "" }

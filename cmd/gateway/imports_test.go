@@ -35,6 +35,14 @@ func TestImportDirection(t *testing.T) {
 		{"hostapi and runtime/gwerr import only the standard library",
 			func(pkg string) bool { return under(pkg, "hostapi") || under(pkg, "runtime/gwerr") },
 			func(_, imp string) bool { return strings.Contains(strings.Split(imp, "/")[0], ".") }},
+		{"runtime/jsonfield is a leaf: the standard library and runtime/gwerr only",
+			func(pkg string) bool { return under(pkg, "runtime/jsonfield") },
+			func(_, imp string) bool {
+				return strings.Contains(strings.Split(imp, "/")[0], ".") && imp != mod+"/runtime/gwerr"
+			}},
+		{"runtime/config and runtime/bootstrap know providers through the registry, never an adapter",
+			func(pkg string) bool { return under(pkg, "runtime/config") || under(pkg, "runtime/bootstrap") },
+			func(_, imp string) bool { return under(imp, "runtime/providers") && imp != mod+"/runtime/providers" }},
 		{"guardrails and plugins do not import each other",
 			func(pkg string) bool { return under(pkg, "guardrails") || under(pkg, "plugins") },
 			func(pkg, imp string) bool {

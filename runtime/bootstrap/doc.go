@@ -9,7 +9,9 @@
 //
 // Each section is checked by the validator that owns its shape: configs by runtime/config, hooks and guardrails
 // (saved, and inside configs) by guardrails, including that a plugin check names a plugin defined in the file or
-// already stored; policies by ratelimit and prompt templates by prompt. Plugin modules are loaded into the wasm engine through
+// already stored; policies by ratelimit and prompt templates by prompt; a stored provider's identifier and fields by the providers
+// registry, each field checked as the adapter that declares it says (the checks a config gets), and whether it
+// may go without api_key by the named provider's descriptor (its credential fields, or keyless). Plugin modules are loaded into the wasm engine through
 // Options.LoadPlugin of ApplyWith before anything is written: a module that does not load fails the file at its
 // entry and is never stored, so it cannot replace a stored module that works.
 package bootstrap

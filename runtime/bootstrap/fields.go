@@ -6,7 +6,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/llmgw/gateway/runtime/config"
+	"github.com/llmgw/gateway/runtime/jsonfield"
 )
 
 // Problem is one thing wrong in a bootstrap file: where (a JSON path such as providers[0].custom_host) and what.
@@ -204,4 +204,4 @@ func (o *object) unread() []string {
 }
 
 // kind names the JSON type of raw, as config errors do.
-func kind(raw json.RawMessage) string { return config.Kind(raw) }
+func kind(raw json.RawMessage) string { return jsonfield.Kind(raw) }

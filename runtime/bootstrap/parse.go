@@ -19,6 +19,7 @@ import (
 	"github.com/llmgw/gateway/guardrails"
 	"github.com/llmgw/gateway/hostapi"
 	"github.com/llmgw/gateway/runtime/config"
+	"github.com/llmgw/gateway/runtime/jsonfield"
 	"github.com/llmgw/gateway/runtime/netguard"
 	"github.com/llmgw/gateway/runtime/prompt"
 	"github.com/llmgw/gateway/runtime/providers"
@@ -272,38 +273,32 @@ func parseAPIKey(o *object) APIKey {
 	return k
 }
 
-// providerFieldKinds are the config fields a stored provider may carry, with their JSON type.
-var providerFieldKinds = map[string]string{
-	"api_key": "string", "custom_host": "string",
-	"resource_name": "string", "deployment_id": "string", "api_version": "string", "deployments": "array",
-	"cloudz_access_key_id": "string", "cloudz_secret_access_key": "string", "cloudz_region": "string", "cloudz_session_token": "string",
-	"llmvendor_organization": "string", "llmvendor_project": "string",
-	"cloudy_project_id": "string", "cloudy_region": "string", "cloudy_service_account_json": "object",
-	"cloudx_region": "string", "cloudx_deployment_name": "string", "cloudx_endpoint_name": "string", "cloudx_api_version": "string",
-	"cloudx_deployment_type": "string",
-}
-
-// keylessProviders run locally and need no API key.
-var keylessProviders = map[string]bool{"ollama": true, "vllm": true, "lm-studio": true}
-
-// credentialFields stand in for api_key: a provider with one of them authenticates another way.
-var credentialFields = []string{"custom_host", "cloudz_access_key_id", "cloudy_service_account_json", "cloudy_project_id",
-	"cloudx_deployment_name", "cloudx_endpoint_name"}
-
+// parseProvider reads a stored provider: api_key and custom_host, and the fields of any registered provider,
+// each checked as its adapter declares (the checks a config's fields get). Any provider's fields are accepted,
+// as in a config; which ones stand in for api_key is the named provider's own knowledge.
 func parseProvider(o *object) Provider {
 	pr := Provider{Path: o.path, Slug: o.id("slug"), Workspace: o.workspaceRef(), Name: o.str("name", false),
 		Fields: map[string]json.RawMessage{}}
+	var d *providers.Descriptor
 	if name := o.str("provider", true); name != "" {
 		id, ok := providers.Canonical(name)
 		if !ok {
 			o.p.add(o.at("provider"), "unknown provider %q (known: %s)", name, strings.Join(providers.Identifiers(), ", "))
 		}
 		pr.Provider = id
+		d, _ = providers.Describe(id)
 	}
+	// The adapters' checks read the entry as a config object at the top level; compileProblem puts their
+	// paths under the entry's.
+	entry := jsonfield.ObjectOf(o.fields, "")
 	for _, name := range o.unread() {
-		want, ok := providerFieldKinds[name]
-		if !ok {
-			continue // reported by finish
+		want, f := "string", providers.Field{}
+		if name != "api_key" && name != "custom_host" {
+			var ok bool
+			if f, ok = providers.FieldByName(name); !ok {
+				continue // reported by finish
+			}
+			want = f.Kind.String()
 		}
 		raw := o.get(name)
 		if raw == nil {
@@ -312,6 +307,13 @@ func parseProvider(o *object) Provider {
 		if kind(raw) != want {
 			o.p.add(o.at(name), "must be %s %s, not %s", article(want), want, kind(raw))
 			continue
+		}
+		if f.Name != "" {
+			if err := f.Validate(entry); err != nil {
+				path, msg := compileProblem(o.path, err)
+				o.p.add(path, "%s", msg)
+				continue
+			}
 		}
 		pr.Fields[name] = raw
 	}
@@ -322,19 +324,9 @@ func parseProvider(o *object) Provider {
 			o.p.add(o.at("custom_host"), "%q must be an http or https URL", netguard.RedactURL(host))
 		}
 	}
-	if raw, ok := pr.Fields["cloudx_deployment_type"]; ok {
-		var t string
-		_ = json.Unmarshal(raw, &t)
-		if t != "serverless" && t != "managed" {
-			o.p.add(o.at("cloudx_deployment_type"), "must be \"serverless\" or \"managed\", not %q", t)
-		}
-	}
-	if items, ok := pr.Fields["deployments"]; ok {
-		parseDeployments(o.p, o.at("deployments"), items)
-	}
-	if _, given := o.fields["api_key"]; !given && pr.Provider != "" && !keylessProviders[pr.Provider] {
-		found := false
-		for _, f := range credentialFields {
+	if _, given := o.fields["api_key"]; !given && d != nil && !d.Keyless {
+		_, found := pr.Fields["custom_host"]
+		for _, f := range d.Credentials {
 			_, has := pr.Fields[f]
 			found = found || has
 		}
@@ -344,28 +336,6 @@ func parseProvider(o *object) Provider {
 	}
 	o.finish()
 	return pr
-}
-
-func parseDeployments(p *problems, path string, raw json.RawMessage) {
-	var items []json.RawMessage
-	_ = json.Unmarshal(raw, &items)
-	defaults := 0
-	for i, item := range items {
-		d := newObject(p, fmt.Sprintf("%s[%d]", path, i), item)
-		if d == nil {
-			continue
-		}
-		d.str("deployment_id", true)
-		d.str("alias", true)
-		d.str("api_version", true)
-		if d.boolean("is_default") {
-			defaults++
-		}
-		d.finish()
-	}
-	if defaults > 1 {
-		p.add(path, "at most one deployment may be is_default, found %d", defaults)
-	}
 }
 
 func article(kind string) string {

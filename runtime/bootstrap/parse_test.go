@@ -136,6 +136,18 @@ func TestParseNormalises(t *testing.T) {
 					t.Fatalf("provider = %q, want vertex-ai", got)
 				}
 			}},
+		{"anthropic keeps the fields its adapter declares", `{"providers": [{"slug": "p", "provider": "anthropic", "api_key": "k", "anthropic_version": "2023-06-01", "anthropic_beta": "b"}]}`,
+			func(t *testing.T, f *File) {
+				if got := string(f.Providers[0].Fields["anthropic_beta"]); got != `"b"` {
+					t.Fatalf("anthropic_beta = %s", got)
+				}
+			}},
+		{"ollama needs no api_key", `{"providers": [{"slug": "p", "provider": "ollama"}]}`,
+			func(t *testing.T, f *File) {
+				if got := f.Providers[0].Provider; got != "ollama" {
+					t.Fatalf("provider = %q, want ollama", got)
+				}
+			}},
 		{"alias cloudz is bedrock", `{"providers": [{"slug": "p", "provider": "cloudz", "cloudz_access_key_id": "a", "cloudz_secret_access_key": "s"}]}`,
 			func(t *testing.T, f *File) {
 				if got := f.Providers[0].Provider; got != "bedrock" {
@@ -394,7 +406,9 @@ func TestParseRejects(t *testing.T) {
 		{"cloudx_deployment_type other", `{"providers": [{"slug": "p", "provider": "azure-openai", "api_key": "k", "cloudx_deployment_type": "other"}]}`, "providers[0].cloudx_deployment_type", []string{"serverless", "managed", `"other"`}, ""},
 		{"two default deployments", `{"providers": [{"slug": "p", "provider": "azure-openai", "api_key": "k", "deployments": [
 			{"deployment_id": "a", "alias": "a", "api_version": "v", "is_default": true},
-			{"deployment_id": "b", "alias": "b", "api_version": "v", "is_default": true}]}]}`, "providers[0].deployments", []string{"at most one", "is_default"}, ""},
+			{"deployment_id": "b", "alias": "b", "api_version": "v", "is_default": true}]}]}`, "providers[0].deployments[1].is_default", []string{"only one", "default"}, ""},
+		{"provider field empty", `{"providers": [{"slug": "p", "provider": "azure-openai", "api_key": "k", "resource_name": ""}]}`, "providers[0].resource_name", []string{"must not be empty"}, ""},
+		{"another provider's credentials do not stand in for api_key", `{"providers": [{"slug": "p", "provider": "openai", "cloudz_access_key_id": "a"}]}`, "providers[0].api_key", []string{"is required"}, ""},
 		{"provider without api_key or custom_host", `{"providers": [{"slug": "p", "provider": "openai"}]}`, "providers[0].api_key", []string{"is required", `"openai"`, "custom_host"}, ""},
 		{"alias without api_key names the canonical provider", `{"providers": [{"slug": "p", "provider": "llmvendor", "llmvendor_organization": "o"}]}`, "providers[0].api_key", []string{"is required", `"openai"`}, ""},
 		{"two published versions", `{"prompts": [{"id": "p", "versions": [{"published": true, "template": {` + msgs + `}}, {"published": true, "template": {` + msgs + `}}]}]}`, "prompts[0].versions", []string{"at most one", "published"}, ""},

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/llmgw/gateway/runtime/gwerr"
+	"github.com/llmgw/gateway/runtime/jsonfield"
 )
 
 // Load parses, validates and compiles a config: Parse, then Compile. Errors are Parse's and Compile's.
@@ -49,7 +50,7 @@ func Compile(c *Config, raw []byte) (*Plan, error) {
 
 func compile(c *Config, sum [sha256.Size]byte) (*Plan, error) {
 	if c == nil {
-		return nil, invalid("", "no config to compile")
+		return nil, jsonfield.Invalid("", "no config to compile")
 	}
 	root, err := compileNode(c, nil, "config", 0)
 	if err != nil {
@@ -82,10 +83,10 @@ func param(nodePath string) string {
 
 func compileNode(c *Config, parent *Node, path string, depth int) (*Node, error) {
 	if depth > MaxDepth {
-		return nil, invalid(param(path), "targets nest more than %d levels deep; flatten the config", MaxDepth)
+		return nil, jsonfield.Invalid(param(path), "targets nest more than %d levels deep; flatten the config", MaxDepth)
 	}
 	if len(c.Targets) > MaxTargets {
-		return nil, invalid(join(param(path), "targets"), "has %d items; at most %d targets are allowed in one config object", len(c.Targets), MaxTargets)
+		return nil, jsonfield.Invalid(jsonfield.Join(param(path), "targets"), "has %d items; at most %d targets are allowed in one config object", len(c.Targets), MaxTargets)
 	}
 	if parent == nil {
 		parent = &Node{}
@@ -167,9 +168,9 @@ func compileNode(c *Config, parent *Node, path string, depth int) (*Node, error)
 		n.Weights = make([]float64, len(c.Targets))
 		for i, t := range c.Targets {
 			if t == nil {
-				return nil, invalid(index(join(param(path), "targets"), i), "is empty")
+				return nil, jsonfield.Invalid(jsonfield.Index(jsonfield.Join(param(path), "targets"), i), "is empty")
 			}
-			child, err := compileNode(t, n, index(path+".targets", i), depth+1)
+			child, err := compileNode(t, n, jsonfield.Index(path+".targets", i), depth+1)
 			if err != nil {
 				return nil, err
 			}
@@ -192,7 +193,7 @@ func compileNode(c *Config, parent *Node, path string, depth int) (*Node, error)
 // has not compiled already.
 func compileConditions(c *Config, n *Node) error {
 	st := c.Strategy
-	prefix := join(param(n.Path), "strategy")
+	prefix := jsonfield.Join(param(n.Path), "strategy")
 	byName := make(map[string]int, len(c.Targets))
 	for i, t := range c.Targets {
 		if _, dup := byName[t.Name]; !dup && t.Name != "" {
@@ -203,33 +204,33 @@ func compileConditions(c *Config, n *Node) error {
 		n.Conditions = make([]CompiledCondition, len(st.Conditions))
 	}
 	for i, cond := range st.Conditions {
-		cpath := index(join(prefix, "conditions"), i)
+		cpath := jsonfield.Index(jsonfield.Join(prefix, "conditions"), i)
 		m := cond.matcher
 		if m == nil {
 			var err error
-			if m, err = compileCondition(cond.Query, join(cpath, "query")); err != nil {
+			if m, err = compileCondition(cond.Query, jsonfield.Join(cpath, "query")); err != nil {
 				var ge *gwerr.Error
 				if errors.As(err, &ge) {
 					return ge
 				}
-				e := invalid(join(cpath, "query"), "%v", err)
+				e := jsonfield.Invalid(jsonfield.Join(cpath, "query"), "%v", err)
 				e.Err = err
 				return e
 			}
 			if m == nil {
-				return invalid(join(cpath, "query"), "the query compiled to nothing")
+				return jsonfield.Invalid(jsonfield.Join(cpath, "query"), "the query compiled to nothing")
 			}
 		}
 		next, ok := byName[cond.Then]
 		if !ok {
-			return invalid(join(cpath, "then"), "names no target: %q (%s)", cond.Then, targetNames(c))
+			return jsonfield.Invalid(jsonfield.Join(cpath, "then"), "names no target: %q (%s)", cond.Then, targetNames(c))
 		}
 		n.Conditions[i] = CompiledCondition{Match: m, Next: next}
 	}
 	if st.Default != "" {
 		next, ok := byName[st.Default]
 		if !ok {
-			return invalid(join(prefix, "default"), "names no target: %q (%s)", st.Default, targetNames(c))
+			return jsonfield.Invalid(jsonfield.Join(prefix, "default"), "names no target: %q (%s)", st.Default, targetNames(c))
 		}
 		n.DefaultNext = next
 	}

@@ -8,6 +8,11 @@
 // to child indexes. Load does both. PlanCache memoises Load by the SHA-256 of the config text, errors included,
 // so a config sent on every request in x-gateway-config is compiled once.
 //
+// Provider-specific fields are not this package's either: each adapter declares its fields, their kinds and
+// checks, and the key sets that complete a target without api_key in its runtime/providers descriptor, and
+// Parse asks the registry, so a config accepts exactly the fields of the adapters linked into the binary. The
+// JSON readers the checks are made of live in runtime/jsonfield, which adapters import too.
+//
 // The shape of hooks and guardrail objects is not this package's: guardrails owns it (ValidateHook and
 // ValidateGuardrail: keys, types, where deny may stand, check ids and their parameters) and Parse calls it on
 // each item, so that a config and a saved guardrail accept the same things. Only a saved guardrail's ID syntax
@@ -17,8 +22,9 @@
 // circuit breakers, caching, hooks and guardrails belong to runtime and guardrails; whether a custom_host is a
 // safe address belongs to runtime/netguard; stored providers, virtual keys, saved guardrails and prompts are
 // resolved against storage at request time. It imports guardrails (hook and guardrail shapes),
-// runtime/condition (queries), runtime/gwerr, runtime/netguard (to redact a custom_host it quotes),
-// runtime/providers (identifiers) and storage (ID syntax only); never runtime itself, routes or cmd.
+// runtime/condition (queries), runtime/gwerr, runtime/jsonfield (field readers), runtime/netguard (to redact a
+// custom_host it quotes), runtime/providers (the registry: identifiers, provider fields, key sets) and storage
+// (ID syntax only); never an adapter, runtime itself, routes or cmd.
 //
 // Config, Plan and Node values are immutable once returned and safe to share between goroutines.
 //

@@ -5,6 +5,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/llmgw/gateway/runtime/providers"
 )
 
 // validConfigs are accepted by Parse: one row per SPEC.md key set, then fuller examples.
@@ -14,6 +16,7 @@ var validConfigs = []struct {
 }{
 	{"provider+api_key", `{"provider": "openai", "api_key": "sk-1"}`},
 	{"provider+custom_host", `{"provider": "openai", "custom_host": "http://127.0.0.1:8000/v1"}`},
+	{"anthropic fields its adapter declares", `{"provider": "anthropic", "api_key": "k", "anthropic_version": "2023-06-01", "anthropic_beta": "tools-2024-04-04"}`},
 	{"virtual_key", `{"virtual_key": "vk-1"}`},
 	{"strategy+targets", `{"strategy": {"mode": "fallback"}, "targets": [{"virtual_key": "a"}, {"virtual_key": "b"}]}`},
 	{"cache", `{"cache": {"mode": "simple"}}`},
@@ -179,6 +182,7 @@ var invalidConfigs = []struct {
 	{"deployment two defaults", `{"virtual_key": "a", "deployments": [{"deployment_id": "d", "alias": "a", "api_version": "v", "is_default": true}, {"deployment_id": "e", "alias": "b", "api_version": "v", "is_default": true}]}`, "deployments[1].is_default", "only one"},
 	{"deployment duplicate alias", `{"virtual_key": "a", "deployments": [{"deployment_id": "d", "alias": "a", "api_version": "v"}, {"deployment_id": "e", "alias": "a", "api_version": "v"}]}`, "deployments[1].alias", "twice"},
 	{"cloudx_deployment_type value", `{"provider": "cloudx", "cloudx_endpoint_name": "e", "cloudx_deployment_type": "hosted"}`, "cloudx_deployment_type", "serverless"},
+	{"anthropic_version empty", `{"provider": "anthropic", "api_key": "k", "anthropic_version": ""}`, "anthropic_version", "empty"},
 	{"cloudy_service_account_json type", `{"provider": "cloudy", "cloudy_region": "r", "cloudy_service_account_json": "{}"}`, "cloudy_service_account_json", "object"},
 
 	// Hooks and guardrails.
@@ -210,6 +214,7 @@ var invalidConfigs = []struct {
 	{"identifier needs api_key", `{"provider": "openai"}`, "api_key", "required"},
 	{"identifier needs api_key beside retry", `{"provider": "anthropic", "retry": {"attempts": 1}}`, "api_key", "required"},
 	{"partial cloud credentials", `{"provider": "bedrock", "cloudz_access_key_id": "a"}`, "cloudz_secret_access_key", "required with cloudz_access_key_id"},
+	{"another provider's cloud credentials", `{"provider": "openai", "cloudz_access_key_id": "a", "cloudz_secret_access_key": "s"}`, "api_key", "required"},
 	{"partial cloudx", `{"provider": "azure-openai", "cloudx_deployment_name": "d", "cloudx_region": "r"}`, "cloudx_deployment_type", "required"},
 
 	// Nesting.
@@ -330,18 +335,23 @@ func TestParseDoesNotAliasInput(t *testing.T) {
 	}
 }
 
-// TestFieldTables guards the slices that parse.go cuts out of configFields and keySets.
+// TestFieldTables guards what config validation takes from the providers registry: every key set names
+// fields a config accepts, and the shipped adapters bring SPEC.md's five cloud key sets.
 func TestFieldTables(t *testing.T) {
-	if providerFields[0] != "resource_name" || providerFields[len(providerFields)-1] != "cloudx_deployment_type" {
-		t.Errorf("providerFields = %v", providerFields)
-	}
-	for _, set := range cloudKeySets {
-		if set[0] != "provider" || len(set) < 3 || !strings.HasPrefix(set[1], "cloud") {
-			t.Errorf("cloud key set %v", set)
+	sets := len(keySets)
+	for _, id := range providers.Registered() {
+		d, _ := providers.Describe(id)
+		sets += len(d.KeySets)
+		for _, set := range d.KeySets {
+			for _, k := range set {
+				if !isConfigField(k) {
+					t.Errorf("%s: key set names unknown field %q", id, k)
+				}
+			}
 		}
 	}
-	if len(cloudKeySets) != 5 || len(keySets) != 18 {
-		t.Errorf("%d cloud key sets of %d", len(cloudKeySets), len(keySets))
+	if sets != 18 || strings.Count(keySetList(), ";") != 17 {
+		t.Errorf("%d key sets, listed as %s", sets, keySetList())
 	}
 	for _, set := range keySets {
 		for _, k := range set {
@@ -349,5 +359,8 @@ func TestFieldTables(t *testing.T) {
 				t.Errorf("key set names unknown field %q", k)
 			}
 		}
+	}
+	if names := configFields(); len(names) != len(commonFields)+len(providers.Fields())+len(hookFields) {
+		t.Errorf("configFields() = %v", names)
 	}
 }

@@ -3,11 +3,8 @@ package providers
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"io"
 	"net/http"
-	"sort"
-	"sync"
 )
 
 // Endpoint is an OpenAI-shaped operation the gateway routes.
@@ -51,19 +48,6 @@ type Target struct {
 	Client *http.Client
 }
 
-// StringField returns a string provider field, or "".
-func (t *Target) StringField(name string) string {
-	raw, ok := t.Fields[name]
-	if !ok {
-		return ""
-	}
-	var s string
-	if json.Unmarshal(raw, &s) != nil {
-		return ""
-	}
-	return s
-}
-
 // Call is one call of an endpoint: the OpenAI-shaped request body (overrides applied) and what the runtime
 // already knows of it. Stream is what the runtime will read: an adapter must make the body it sends ask for a
 // stream exactly when Stream is set, whatever override_params put in the body.
@@ -104,40 +88,4 @@ type StreamTranslator interface {
 // the provider's. OpenAI-compatible providers don't implement it: their error bodies pass through unchanged.
 type ErrorTranslator interface {
 	TranslateError(t *Target, c *Call, status int, body []byte) []byte
-}
-
-var (
-	registryMu sync.RWMutex
-	registry   = map[string]Adapter{}
-)
-
-// Register makes an adapter available under a provider identifier. It panics on a duplicate: two adapters for
-// one identifier is a programming error. Adapters call it from init.
-func Register(id string, a Adapter) {
-	registryMu.Lock()
-	defer registryMu.Unlock()
-	if _, dup := registry[id]; dup {
-		panic(fmt.Sprintf("providers: adapter %q registered twice", id))
-	}
-	registry[id] = a
-}
-
-// Lookup returns the adapter registered for a canonical identifier.
-func Lookup(id string) (Adapter, bool) {
-	registryMu.RLock()
-	defer registryMu.RUnlock()
-	a, ok := registry[id]
-	return a, ok
-}
-
-// Registered lists the identifiers that have an adapter, in order.
-func Registered() []string {
-	registryMu.RLock()
-	defer registryMu.RUnlock()
-	out := make([]string, 0, len(registry))
-	for id := range registry {
-		out = append(out, id)
-	}
-	sort.Strings(out)
-	return out
 }

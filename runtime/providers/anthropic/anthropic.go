@@ -19,7 +19,14 @@ const ID = "anthropic"
 const DefaultVersion = "2023-06-01"
 
 func init() {
-	providers.Register(ID, Adapter{})
+	providers.Register(providers.Descriptor{
+		ID:      ID,
+		BaseURL: "https://api.anthropic.com/v1",
+		// The API version and beta features change the wire format, not the target.
+		Fields:  []providers.Field{{Name: "anthropic_version", Kind: providers.String}, {Name: "anthropic_beta", Kind: providers.String}},
+		Headers: []providers.Header{{Name: "anthropic-version"}, {Name: "anthropic-beta"}},
+		New:     func() providers.Adapter { return Adapter{} },
+	})
 }
 
 // Adapter calls Anthropic's Messages API. It holds no state and is safe for concurrent use.

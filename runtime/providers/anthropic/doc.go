@@ -7,4 +7,7 @@
 //
 // It imports only the standard library, runtime/gwerr, runtime/providers and runtime/providers/internal/...;
 // never another adapter.
+//
+// Its descriptor declares the fields anthropic_version and anthropic_beta (they win over the caller's
+// anthropic-version and anthropic-beta headers), so configs and stored providers accept them.
 package anthropic

@@ -12,7 +12,7 @@ import (
 const ID = "azure-openai"
 
 func init() {
-	providers.Register(ID, Adapter{})
+	providers.Register(Descriptor)
 }
 
 // Adapter calls Azure OpenAI and Azure AI Foundry deployments. Both speak OpenAI's wire format, so answers,

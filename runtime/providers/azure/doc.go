@@ -63,4 +63,8 @@
 // JWT: three base64url parts separated by dots). Foundry serverless APIs and managed online endpoints take
 // Authorization: Bearer for keys and tokens alike. Only that one credential header goes upstream. Headers named by
 // forward_headers / x-gateway-forward-headers (Target.Forward) are sent unchanged.
+//
+// Its descriptor (fields.go) declares every field and x-gateway-cloudx-* header above, the checks of deployments
+// and cloudx_deployment_type, the alias cloudx, the Foundry key sets and the fields that stand in for api_key;
+// the checks use runtime/jsonfield.
 package azure

@@ -24,7 +24,26 @@ import (
 const ID = "bedrock"
 
 func init() {
-	providers.Register(ID, New())
+	providers.Register(providers.Descriptor{
+		ID:      ID,
+		Aliases: []string{"cloudz"},
+		// The access key ID names the AWS account and the region the endpoint: both address the target.
+		Fields: []providers.Field{
+			{Name: fieldAccessKeyID, Kind: providers.String, Address: true},
+			{Name: fieldSecretAccessKey, Kind: providers.String},
+			{Name: fieldRegion, Kind: providers.String, Address: true},
+			{Name: fieldSessionToken, Kind: providers.String},
+		},
+		Headers: []providers.Header{
+			{Name: headerAccessKeyID, Address: true},
+			{Name: headerSecretAccessKey},
+			{Name: headerSessionToken},
+			{Name: headerRegion, Address: true},
+		},
+		Credentials: []string{fieldAccessKeyID},
+		KeySets:     [][]string{{fieldAccessKeyID, fieldSecretAccessKey}},
+		New:         func() providers.Adapter { return New() },
+	})
 }
 
 // Adapter calls Amazon Bedrock's runtime API: Converse / ConverseStream for chat completions and InvokeModel for

@@ -39,4 +39,7 @@
 // It imports the standard library, runtime/gwerr, runtime/netguard (to redact a custom host it quotes),
 // runtime/providers and the AWS SDK's SigV4 signer; it must not import another adapter package. An Adapter is safe for concurrent use; the reader TranslateStream returns is
 // not.
+//
+// Its descriptor declares the cloudz_* fields and x-gateway-cloudz-* headers (the access key ID and region
+// address the target), the alias cloudz, and the key set cloudz_access_key_id + cloudz_secret_access_key.
 package bedrock

@@ -8,4 +8,6 @@
 // /v1beta is accepted too). A model named "tunedModels/{id}" is called as such.
 //
 // It imports runtime/providers, runtime/gwerr and runtime/providers/internal/gemini, never another adapter.
+//
+// Its descriptor declares the identifier google and the default base URL; it reads no provider fields.
 package google

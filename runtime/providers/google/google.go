@@ -13,7 +13,8 @@ import (
 )
 
 func init() {
-	providers.Register("google", Adapter{})
+	providers.Register(providers.Descriptor{ID: "google", BaseURL: "https://generativelanguage.googleapis.com",
+		New: func() providers.Adapter { return Adapter{} }})
 }
 
 // Adapter calls the Gemini API. It holds no state and is safe for concurrent use.

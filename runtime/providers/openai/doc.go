@@ -2,4 +2,8 @@
 // together-ai, deepseek, fireworks-ai, openrouter, perplexity-ai, ollama, vllm, lm-studio, x-ai). Requests and
 // answers pass through unchanged; only the URL and the authentication headers are the adapter's. Error bodies of
 // these providers pass through unchanged too (DESIGN.md). It imports only runtime/providers.
+//
+// It registers one descriptor per provider above (Compatible: identifier, default base URL, keyless for the local
+// ones) with the fields it reads, llmvendor_organization and llmvendor_project, which address the target; the
+// alias llmvendor is openai's.
 package openai

@@ -8,14 +8,41 @@ import (
 	"github.com/llmgw/gateway/runtime/providers"
 )
 
-// Compatible lists the providers that speak OpenAI's wire format on their own base URL; this adapter serves them
-// all.
-var Compatible = []string{"openai", "groq", "mistral-ai", "together-ai", "deepseek", "fireworks-ai", "openrouter",
-	"perplexity-ai", "ollama", "vllm", "lm-studio", "x-ai"}
+// Compatible lists the providers that speak OpenAI's wire format, with their default base URLs; this adapter
+// serves them all.
+var Compatible = []struct {
+	ID, BaseURL string
+	Keyless     bool // runs on the operator's machine: no API key
+}{
+	{"openai", "https://api.openai.com/v1", false},
+	{"groq", "https://api.groq.com/openai/v1", false},
+	{"mistral-ai", "https://api.mistral.ai/v1", false},
+	{"together-ai", "https://api.together.xyz/v1", false},
+	{"deepseek", "https://api.deepseek.com/v1", false},
+	{"fireworks-ai", "https://api.fireworks.ai/inference/v1", false},
+	{"openrouter", "https://openrouter.ai/api/v1", false},
+	{"perplexity-ai", "https://api.perplexity.ai", false},
+	{"ollama", "http://localhost:11434/v1", true},
+	{"vllm", "http://localhost:8000/v1", true},
+	{"lm-studio", "http://localhost:1234/v1", true},
+	{"x-ai", "https://api.x.ai/v1", false},
+}
+
+// Fields are the provider fields NewRequest reads. They select an OpenAI organization or project, whose
+// quotas are separate: they address the target.
+var Fields = []providers.Field{
+	{Name: "llmvendor_organization", Kind: providers.String, Address: true},
+	{Name: "llmvendor_project", Kind: providers.String, Address: true},
+}
 
 func init() {
-	for _, id := range Compatible {
-		providers.Register(id, Adapter{})
+	for _, p := range Compatible {
+		d := providers.Descriptor{ID: p.ID, BaseURL: p.BaseURL, Fields: Fields, Keyless: p.Keyless,
+			New: func() providers.Adapter { return Adapter{} }}
+		if p.ID == "openai" {
+			d.Aliases = []string{"llmvendor"}
+		}
+		providers.Register(d)
 	}
 }
 

@@ -63,7 +63,8 @@ func TestNewRequest(t *testing.T) {
 }
 
 func TestEveryCompatibleProviderIsRegistered(t *testing.T) {
-	for _, id := range Compatible {
+	for _, p := range Compatible {
+		id := p.ID
 		if _, ok := providers.Lookup(id); !ok {
 			t.Errorf("%s has no adapter", id)
 		}

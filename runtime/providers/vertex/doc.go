@@ -25,4 +25,7 @@
 //
 // It imports runtime/providers, runtime/gwerr and runtime/providers/internal/..., never another adapter. An
 // Adapter is safe for concurrent use.
+//
+// Its descriptor declares the cloudy_* fields and x-gateway-cloudy-* headers (all address the target), the
+// alias cloudy, and the key sets cloudy_region with cloudy_service_account_json or cloudy_project_id.
 package vertex

@@ -14,7 +14,23 @@ import (
 )
 
 func init() {
-	providers.Register("vertex-ai", New())
+	providers.Register(providers.Descriptor{
+		ID:      "vertex-ai",
+		Aliases: []string{"cloudy"},
+		Fields: []providers.Field{
+			{Name: "cloudy_project_id", Kind: providers.String, Address: true},
+			{Name: "cloudy_region", Kind: providers.String, Address: true},
+			{Name: "cloudy_service_account_json", Kind: providers.Object, Address: true},
+		},
+		Headers: []providers.Header{
+			{Name: "x-gateway-cloudy-project-id", Address: true},
+			{Name: "x-gateway-cloudy-region", Address: true},
+			{Name: "x-cloudy-llm-request-type"},
+		},
+		Credentials: []string{"cloudy_service_account_json", "cloudy_project_id"},
+		KeySets:     [][]string{{"cloudy_region", "cloudy_service_account_json"}, {"cloudy_region", "cloudy_project_id"}},
+		New:         func() providers.Adapter { return New() },
+	})
 }
 
 // Adapter calls Vertex AI. It keeps the access tokens of service accounts; it is safe for concurrent use.

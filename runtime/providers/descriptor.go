@@ -1,0 +1,182 @@
+package providers
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+
+	"github.com/llmgw/gateway/runtime/jsonfield"
+)
+
+// FieldKind is the JSON type of a provider field's value.
+type FieldKind uint8
+
+// The kinds of provider fields.
+const (
+	// String is a non-empty string without control characters: adapters put it in a header or a URL.
+	String FieldKind = iota + 1
+	Object
+	Array
+)
+
+// String names the kind as jsonfield.Kind names JSON types, so that messages read one way.
+func (k FieldKind) String() string {
+	switch k {
+	case String:
+		return "string"
+	case Object:
+		return "object"
+	case Array:
+		return "array"
+	}
+	return "unknown"
+}
+
+// Field is a provider-specific field an adapter reads from Target.Fields: a key of a config object and of a
+// stored provider.
+type Field struct {
+	Name string
+	Kind FieldKind
+	// Address marks a field that tells targets apart (a resource, a region, a project, an account): it joins
+	// the target's identity, so that two targets that differ in it keep two circuit breakers.
+	Address bool
+	// Check, when set, validates a present value beyond its kind (an enumeration, the items of an array). o
+	// holds the value under Name; errors are jsonfield.Invalid errors naming the path of what is wrong.
+	Check func(o *jsonfield.Object, name string) error
+}
+
+// Validate checks the field's value in o, which holds it (null counts as absent).
+func (f *Field) Validate(o *jsonfield.Object) error {
+	switch f.Kind {
+	case String:
+		v, _, err := o.Str(f.Name, false, true)
+		if err != nil {
+			return err
+		}
+		if jsonfield.HasControl(v) {
+			return jsonfield.Invalid(o.At(f.Name), "must not contain control characters such as line breaks (it is sent in an HTTP header or URL)")
+		}
+	case Object:
+		if _, err := o.RawObject(f.Name, false); err != nil {
+			return err
+		}
+	case Array:
+		if _, err := o.Array(f.Name, false); err != nil {
+			return err
+		}
+	}
+	if f.Check != nil {
+		return f.Check(o, f.Name)
+	}
+	return nil
+}
+
+// Header is one of the caller's request headers an adapter reads through Target.Header (lower case).
+type Header struct {
+	Name string
+	// Address marks a header that tells targets apart, as Field.Address does.
+	Address bool
+}
+
+// Descriptor is everything the gateway knows of a provider identifier, declared by the adapter that serves
+// it. Config validation, the bootstrap file, the x-gateway-provider header and circuit-breaker identity read
+// it from the registry; nothing outside the adapter lists a provider's fields.
+type Descriptor struct {
+	ID      string   // canonical identifier, the ecosystem's name: "azure-openai"
+	Aliases []string // other names that stand for ID: SPEC.md's family names ("cloudx")
+	// BaseURL is the default base URL, before the endpoint paths the provider documents; "" when the adapter
+	// builds its URL per request (Azure, Bedrock, Vertex). custom_host replaces it.
+	BaseURL string
+	Fields  []Field  // provider-specific fields, in the order they are checked
+	Headers []Header // caller's headers the adapter reads
+	// Credentials are the fields that stand in for api_key on a stored provider: one of them is enough there,
+	// since the rest may come with the request.
+	Credentials []string
+	// KeySets are the sets of fields that, with "provider", make a config target complete without api_key or
+	// custom_host (SPEC.md's cloud key sets).
+	KeySets [][]string
+	// Keyless providers run locally and need no credentials at all (a stored provider may omit api_key).
+	Keyless bool
+	// New makes the adapter; Register calls it once.
+	New func() Adapter
+
+	adapter Adapter
+}
+
+// Adapter is the adapter New made at registration.
+func (d *Descriptor) Adapter() Adapter { return d.adapter }
+
+// Identity names the target t of this provider for the circuit breaker: the identifier, the base URL and
+// addressHash of t with its API key.
+func (d *Descriptor) Identity(t *Target) string {
+	return d.ID + "|" + t.BaseURL + "|" + d.addressHash(t.APIKey, t)
+}
+
+// Address sums what, besides the identifier and base URL, addresses t (addressHash without the API key): the
+// response cache keys answers with it, since the same model at two Azure resources is two targets.
+func (d *Descriptor) Address(t *Target) string { return d.addressHash("", t) }
+
+// addressHash is the one sum of what tells targets of a provider apart: apiKey, then the fields and headers
+// the descriptor marks as addressing the target, in declaration order. Adapters that build their own URL
+// (Azure, Bedrock, Vertex) address the target with those fields and headers.
+func (d *Descriptor) addressHash(apiKey string, t *Target) string {
+	h := sha256.New()
+	// Each value ends with a byte no JSON text or header value holds, so that "ab"+"c" and "a"+"bc" differ.
+	h.Write([]byte(apiKey))
+	h.Write([]byte{0})
+	for i := range d.Fields {
+		if f := &d.Fields[i]; f.Address {
+			h.Write(bytes.TrimSpace(t.Fields[f.Name]))
+			h.Write([]byte{0})
+		}
+	}
+	for _, hd := range d.Headers {
+		if hd.Address && t.Header != nil {
+			h.Write([]byte(t.Header(hd.Name)))
+			h.Write([]byte{0})
+		}
+	}
+	return hex.EncodeToString(h.Sum(nil)[:8])
+}
+
+// validate reports what makes d unusable; Register panics with it.
+func (d *Descriptor) validate() error {
+	if d.ID == "" || d.New == nil {
+		return fmt.Errorf("descriptor %q needs an ID and a constructor", d.ID)
+	}
+	seen := map[string]bool{}
+	for _, f := range d.Fields {
+		if f.Name == "" || f.Kind < String || f.Kind > Array || seen[f.Name] {
+			return fmt.Errorf("descriptor %q: field %q is empty, of no kind, or declared twice", d.ID, f.Name)
+		}
+		seen[f.Name] = true
+	}
+	for _, c := range d.Credentials {
+		if !seen[c] {
+			return fmt.Errorf("descriptor %q: credential %q is not one of its fields", d.ID, c)
+		}
+	}
+	for _, set := range d.KeySets {
+		for _, k := range set {
+			if !seen[k] {
+				return fmt.Errorf("descriptor %q: key set field %q is not one of its fields", d.ID, k)
+			}
+		}
+	}
+	return nil
+}
+
+// StringField returns a string provider field, or "".
+func (t *Target) StringField(name string) string {
+	raw, ok := t.Fields[name]
+	if !ok {
+		return ""
+	}
+	var s string
+	if json.Unmarshal(raw, &s) != nil {
+		return ""
+	}
+	return s
+}
