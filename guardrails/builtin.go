@@ -108,21 +108,11 @@ func verdictOutput(verdict bool, data []byte) hostapi.Output {
 
 // regexMatch {rule, not}: passes when the text matches rule (RE2 syntax), or does not when not is true.
 func newRegexMatch(raw json.RawMessage) (Check, error) {
-	p, err := parseParams(raw)
-	if err != nil {
-		return nil, err
-	}
-	rule, err := p.str("rule", true, "")
-	if err != nil {
-		return nil, err
-	}
-	re, err := compileMatcher(rule)
-	if err != nil {
-		return nil, paramErr("rule", "is not a valid regular expression: %v", err)
-	}
-	not, err := p.boolean("not", false)
-	if err != nil {
-		return nil, err
+	p := parseParams(raw)
+	rule, re := p.regex("rule")
+	not := p.boolean("not", false)
+	if p.err != nil {
+		return nil, p.err
 	}
 	static := `"rule":` + jsonText(rule) + `,"not":` + strconv.FormatBool(not)
 	return &native{f: func(in *hostapi.Input) hostapi.Output {
@@ -139,17 +129,11 @@ func newRegexMatch(raw json.RawMessage) (Check, error) {
 
 // countCheck builds the min/max count checks.
 func countCheck(raw json.RawMessage, minName, maxName string, maxDef float64, countName string, count func(string) int) (Check, error) {
-	p, err := parseParams(raw)
-	if err != nil {
-		return nil, err
-	}
-	lo, hi, err := p.minMax(minName, maxName, maxDef)
-	if err != nil {
-		return nil, err
-	}
-	not, err := p.boolean("not", false)
-	if err != nil {
-		return nil, err
+	p := parseParams(raw)
+	lo, hi := p.minMax(minName, maxName, maxDef)
+	not := p.boolean("not", false)
+	if p.err != nil {
+		return nil, p.err
 	}
 	static := `"` + minName + `":` + strconv.FormatFloat(lo, 'g', -1, 64) + `,"` + maxName + `":` +
 		strconv.FormatFloat(hi, 'g', -1, 64) + `,"not":` + strconv.FormatBool(not)
@@ -228,17 +212,11 @@ func countSentences(s string) int {
 
 // contains {words, operator (any|all|none, default any)}: case-sensitive substring search of each word or phrase.
 func newContains(raw json.RawMessage) (Check, error) {
-	p, err := parseParams(raw)
-	if err != nil {
-		return nil, err
-	}
-	words, err := p.strings("words", true)
-	if err != nil {
-		return nil, err
-	}
-	op, err := p.operator("operator", "any")
-	if err != nil {
-		return nil, err
+	p := parseParams(raw)
+	words := p.strings("words", true)
+	op := p.operator("operator", "any")
+	if p.err != nil {
+		return nil, p.err
 	}
 	static := `"operator":"` + op + `"`
 	return &native{f: func(in *hostapi.Input) hostapi.Output {
@@ -275,16 +253,11 @@ var urlPattern = regexp.MustCompile(`(?i)\bhttps?://[^\s<>"'` + "`" + `]+`)
 // valid host name or IP address, a valid port). It never touches the network: onlyDNS is accepted for
 // compatibility and changes nothing. A text without URLs passes.
 func newValidURLs(raw json.RawMessage) (Check, error) {
-	p, err := parseParams(raw)
-	if err != nil {
-		return nil, err
-	}
-	if _, err := p.boolean("onlyDNS", false); err != nil {
-		return nil, err
-	}
-	not, err := p.boolean("not", false)
-	if err != nil {
-		return nil, err
+	p := parseParams(raw)
+	p.boolean("onlyDNS", false)
+	not := p.boolean("not", false)
+	if p.err != nil {
+		return nil, p.err
 	}
 	static := `"not":` + strconv.FormatBool(not)
 	return &native{f: func(in *hostapi.Input) hostapi.Output {
@@ -368,14 +341,8 @@ var fencePattern = regexp.MustCompile("(?m)^[ \t]*```[ \t]*([A-Za-z0-9#+_-]*)")
 // TypeScript, JavaScript, Java, C#, C++, C, Ruby, PHP, Swift, Kotlin, Go, Rust, Scala, R, Perl, Shell, HTML, CSS,
 // XML, JSON, YAML, Markdown, Dockerfile; case-insensitive).
 func newContainsCode(raw json.RawMessage) (Check, error) {
-	p, err := parseParams(raw)
-	if err != nil {
-		return nil, err
-	}
-	format, err := p.str("format", true, "")
-	if err != nil {
-		return nil, err
-	}
+	p := parseParams(raw)
+	format := p.str("format", true, "")
 	known := ""
 	for _, f := range codeFormats {
 		if strings.EqualFold(f, format) {
@@ -383,11 +350,11 @@ func newContainsCode(raw json.RawMessage) (Check, error) {
 		}
 	}
 	if known == "" {
-		return nil, paramErr("format", "%q is not a known code format", format)
+		p.fail("format", "%q is not a known code format", format)
 	}
-	not, err := p.boolean("not", false)
-	if err != nil {
-		return nil, err
+	not := p.boolean("not", false)
+	if p.err != nil {
+		return nil, p.err
 	}
 	static := `"format":` + jsonText(known) + `,"not":` + strconv.FormatBool(not)
 	return &native{f: func(in *hostapi.Input) hostapi.Output {
@@ -408,13 +375,10 @@ func newContainsCode(raw json.RawMessage) (Check, error) {
 
 // caseCheck builds allUppercase and allLowercase {not}: passes when no letter of the text is of the other case.
 func caseCheck(raw json.RawMessage, upper bool) (Check, error) {
-	p, err := parseParams(raw)
-	if err != nil {
-		return nil, err
-	}
-	not, err := p.boolean("not", false)
-	if err != nil {
-		return nil, err
+	p := parseParams(raw)
+	not := p.boolean("not", false)
+	if p.err != nil {
+		return nil, p.err
 	}
 	return &native{f: func(in *hostapi.Input) hostapi.Output {
 		ok := true
@@ -434,17 +398,11 @@ func newAllLowercase(raw json.RawMessage) (Check, error) { return caseCheck(raw,
 
 // endsWith {suffix, not}: passes when the text, without trailing white space, ends with suffix.
 func newEndsWith(raw json.RawMessage) (Check, error) {
-	p, err := parseParams(raw)
-	if err != nil {
-		return nil, err
-	}
-	suffix, err := p.str("suffix", true, "")
-	if err != nil {
-		return nil, err
-	}
-	not, err := p.boolean("not", false)
-	if err != nil {
-		return nil, err
+	p := parseParams(raw)
+	suffix := p.str("suffix", true, "")
+	not := p.boolean("not", false)
+	if p.err != nil {
+		return nil, p.err
 	}
 	return &native{f: func(in *hostapi.Input) hostapi.Output {
 		return hostapi.Output{Verdict: strings.HasSuffix(strings.TrimRightFunc(in.Text, unicode.IsSpace), suffix) != not}
@@ -453,13 +411,10 @@ func newEndsWith(raw json.RawMessage) (Check, error) {
 
 // notNull {not}: passes when the text is not empty or white space only.
 func newNotNull(raw json.RawMessage) (Check, error) {
-	p, err := parseParams(raw)
-	if err != nil {
-		return nil, err
-	}
-	not, err := p.boolean("not", false)
-	if err != nil {
-		return nil, err
+	p := parseParams(raw)
+	not := p.boolean("not", false)
+	if p.err != nil {
+		return nil, p.err
 	}
 	return &native{f: func(in *hostapi.Input) hostapi.Output {
 		return hostapi.Output{Verdict: (strings.TrimSpace(in.Text) != "") != not}
@@ -471,22 +426,14 @@ func newNotNull(raw json.RawMessage) (Check, error) {
 // modelWhitelist {models, inverse}: passes when the request's model is one of models (a trailing '*' matches a
 // prefix), or is not when inverse is true.
 func newModelWhitelist(raw json.RawMessage) (Check, error) {
-	p, err := parseParams(raw)
-	if err != nil {
-		return nil, err
-	}
-	models, err := p.strings("models", true)
-	if err != nil {
-		return nil, err
-	}
-	inverse, err := p.boolean("inverse", false)
-	if err != nil {
-		return nil, err
-	}
+	p := parseParams(raw)
+	models := p.strings("models", true)
+	inverse := p.boolean("inverse", false)
 	if !p.has("inverse") {
-		if inverse, err = p.boolean("not", false); err != nil {
-			return nil, err
-		}
+		inverse = p.boolean("not", false)
+	}
+	if p.err != nil {
+		return nil, p.err
 	}
 	return &native{f: func(in *hostapi.Input) hostapi.Output {
 		listed := false
@@ -502,17 +449,11 @@ func newModelWhitelist(raw json.RawMessage) (Check, error) {
 
 // requiredMetadataKeys {metadataKeys, operator (all|any|none, default all)}: checks the request's metadata keys.
 func newRequiredMetadataKeys(raw json.RawMessage) (Check, error) {
-	p, err := parseParams(raw)
-	if err != nil {
-		return nil, err
-	}
-	keys, err := p.strings("metadataKeys", true)
-	if err != nil {
-		return nil, err
-	}
-	op, err := p.operator("operator", "all")
-	if err != nil {
-		return nil, err
+	p := parseParams(raw)
+	keys := p.strings("metadataKeys", true)
+	op := p.operator("operator", "all")
+	if p.err != nil {
+		return nil, p.err
 	}
 	return &native{f: func(in *hostapi.Input) hostapi.Output {
 		var missing []string
@@ -547,15 +488,9 @@ var requestTypes = map[string]string{
 // Portkey's chatComplete, complete and embed are accepted too) is in allowedTypes (when given) and not in
 // blockedTypes.
 func newAllowedRequestTypes(raw json.RawMessage) (Check, error) {
-	p, err := parseParams(raw)
-	if err != nil {
-		return nil, err
-	}
-	norm := func(name string) ([]string, error) {
-		list, err := p.strings(name, false)
-		if err != nil {
-			return nil, err
-		}
+	p := parseParams(raw)
+	norm := func(name string) []string {
+		list := p.strings(name, false)
 		out := make([]string, 0, len(list))
 		for _, t := range list {
 			e, ok := requestTypes[t]
@@ -564,18 +499,14 @@ func newAllowedRequestTypes(raw json.RawMessage) (Check, error) {
 			}
 			out = append(out, e)
 		}
-		return out, nil
+		return out
 	}
-	allowed, err := norm("allowedTypes")
-	if err != nil {
-		return nil, err
-	}
-	blocked, err := norm("blockedTypes")
-	if err != nil {
-		return nil, err
-	}
+	allowed, blocked := norm("allowedTypes"), norm("blockedTypes")
 	if len(allowed) == 0 && len(blocked) == 0 {
-		return nil, paramErr("allowedTypes", "allowedTypes or blockedTypes is required")
+		p.fail("allowedTypes", "allowedTypes or blockedTypes is required")
+	}
+	if p.err != nil {
+		return nil, p.err
 	}
 	return &native{f: func(in *hostapi.Input) hostapi.Output {
 		ok := (len(allowed) == 0 || slices.Contains(allowed, in.Endpoint)) && !slices.Contains(blocked, in.Endpoint)
@@ -588,21 +519,11 @@ func newAllowedRequestTypes(raw json.RawMessage) (Check, error) {
 // regexReplace {rule, replacement (default "[REDACTED]")}: replaces every match of rule ($1 expands groups). It
 // passes and transforms the text when something matched; otherwise it passes without transforming.
 func newRegexReplace(raw json.RawMessage) (Check, error) {
-	p, err := parseParams(raw)
-	if err != nil {
-		return nil, err
-	}
-	rule, err := p.str("rule", true, "")
-	if err != nil {
-		return nil, err
-	}
-	re, err := compileMatcher(rule)
-	if err != nil {
-		return nil, paramErr("rule", "is not a valid regular expression: %v", err)
-	}
-	repl, err := p.str("replacement", false, "[REDACTED]")
-	if err != nil {
-		return nil, err
+	p := parseParams(raw)
+	_, re := p.regex("rule")
+	repl := p.str("replacement", false, "[REDACTED]")
+	if p.err != nil {
+		return nil, p.err
 	}
 	return &nativeTransformer{native{f: func(in *hostapi.Input) hostapi.Output {
 		out := hostapi.NewOutput()
@@ -620,13 +541,10 @@ func newRegexReplace(raw json.RawMessage) (Check, error) {
 
 // addPrefix {prefix}: passes and prepends prefix to the text.
 func newAddPrefix(raw json.RawMessage) (Check, error) {
-	p, err := parseParams(raw)
-	if err != nil {
-		return nil, err
-	}
-	prefix, err := p.str("prefix", true, "")
-	if err != nil {
-		return nil, err
+	p := parseParams(raw)
+	prefix := p.str("prefix", true, "")
+	if p.err != nil {
+		return nil, p.err
 	}
 	return &nativeTransformer{native{f: func(in *hostapi.Input) hostapi.Output {
 		out := hostapi.NewOutput()

@@ -122,28 +122,19 @@ type httpCheck struct {
 }
 
 func newHTTPCheck(raw json.RawMessage, urlParam string, log bool) (Check, error) {
-	p, err := parseParams(raw)
-	if err != nil {
-		return nil, err
-	}
-	s, err := p.str(urlParam, true, "")
-	if err != nil {
-		return nil, err
-	}
+	p := parseParams(raw)
+	s := p.str(urlParam, true, "")
 	u, err := url.Parse(s)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, paramErr(urlParam, "must be an http or https URL")
+		p.fail(urlParam, "must be an http or https URL")
 	}
-	h, err := p.headers("headers")
-	if err != nil {
-		return nil, err
-	}
-	ms, err := p.number("timeout", defaultOutboundTimeout)
-	if err != nil {
-		return nil, err
-	}
+	h := p.headers("headers")
+	ms := p.number("timeout", defaultOutboundTimeout)
 	if ms <= 0 || ms > 60000 {
-		return nil, paramErr("timeout", "must be between 1 and 60000 milliseconds")
+		p.fail("timeout", "must be between 1 and 60000 milliseconds")
+	}
+	if p.err != nil {
+		return nil, p.err
 	}
 	return &httpCheck{url: u, headers: h, timeout: time.Duration(ms * float64(time.Millisecond)), log: log}, nil
 }

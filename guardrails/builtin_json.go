@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/llmgw/gateway/hostapi"
+	"github.com/llmgw/gateway/runtime/jsonfield"
 	"github.com/santhosh-tekuri/jsonschema/v6"
 )
 
@@ -39,15 +40,15 @@ func findJSON(text string, yield func(v any) bool) {
 // jsonSchema {schema, not}: passes when some JSON object or array in the text validates against schema (any
 // draft the library knows; $ref to anything but the schema itself is refused). A text without JSON fails.
 func newJSONSchema(raw json.RawMessage) (Check, error) {
-	p, err := parseParams(raw)
-	if err != nil {
-		return nil, err
+	p := parseParams(raw)
+	if p.err != nil {
+		return nil, p.err
 	}
-	sraw, ok := p["schema"]
+	sraw, ok := p.get("schema")
 	if !ok {
 		return nil, paramErr("schema", "is required")
 	}
-	if k := kind(sraw); k == '"' { // a schema sent as JSON text
+	if jsonfield.Kind(sraw) == "string" { // a schema sent as JSON text
 		var s string
 		if err := json.Unmarshal(sraw, &s); err == nil {
 			sraw = json.RawMessage(s)
@@ -66,9 +67,9 @@ func newJSONSchema(raw json.RawMessage) (Check, error) {
 	if err != nil {
 		return nil, paramErr("schema", "is not a valid JSON schema: %v", err)
 	}
-	not, err := p.boolean("not", false)
-	if err != nil {
-		return nil, err
+	not := p.boolean("not", false)
+	if p.err != nil {
+		return nil, p.err
 	}
 	static := `"not":` + strconv.FormatBool(not)
 	return &native{f: func(in *hostapi.Input) hostapi.Output {
@@ -97,17 +98,11 @@ func newJSONSchema(raw json.RawMessage) (Check, error) {
 // jsonKeys {keys, operator (any|all|none, default any)}: passes when some JSON object in the text has any, all
 // or none of keys at its top level. A text without a JSON object fails.
 func newJSONKeys(raw json.RawMessage) (Check, error) {
-	p, err := parseParams(raw)
-	if err != nil {
-		return nil, err
-	}
-	keys, err := p.strings("keys", true)
-	if err != nil {
-		return nil, err
-	}
-	op, err := p.operator("operator", "any")
-	if err != nil {
-		return nil, err
+	p := parseParams(raw)
+	keys := p.strings("keys", true)
+	op := p.operator("operator", "any")
+	if p.err != nil {
+		return nil, p.err
 	}
 	static := `"operator":"` + op + `"`
 	return &native{f: func(in *hostapi.Input) hostapi.Output {

@@ -5,17 +5,17 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/http"
 	"sort"
 	"strings"
 	"sync"
 
 	"github.com/llmgw/gateway/hostapi"
 	"github.com/llmgw/gateway/runtime/gwerr"
+	"github.com/llmgw/gateway/runtime/jsonfield"
 )
 
 // CodeInvalidConfig is the code of Compile's errors, the same as runtime/config's.
-const CodeInvalidConfig = "invalid_config"
+const CodeInvalidConfig = jsonfield.CodeInvalidConfig
 
 // Check runs one check. Implementations: the built-in default.* checks (native Go) and wasm checks from the
 // plugins package (which returns values satisfying this interface structurally; cmd wires them).
@@ -250,7 +250,7 @@ func (c *compiler) lists(before, after, input, output []json.RawMessage) (*Set, 
 		{outputGuardrails, output},
 	} {
 		for i, raw := range l.items {
-			it, err := c.item(raw, l.list.String()+"["+itoa(i)+"]", l.list)
+			it, err := c.item(raw, jsonfield.Index(l.list.String(), i), l.list)
 			if err != nil {
 				return nil, err
 			}
@@ -287,13 +287,9 @@ func (c *compiler) full(p string) string {
 	return c.path + "." + p
 }
 
+// errf is jsonfield.Invalid at p, a path relative to the compiler's.
 func (c *compiler) errf(p, format string, args ...any) *gwerr.Error {
-	p = c.full(p)
-	msg := fmt.Sprintf(format, args...)
-	if p != "" {
-		msg = p + ": " + msg
-	}
-	return &gwerr.Error{Status: http.StatusBadRequest, Code: CodeInvalidConfig, Param: p, Message: "invalid config: " + msg}
+	return jsonfield.Invalid(c.full(p), format, args...)
 }
 
 // check resolves one check whose shape is valid: a built-in is compiled (its factory checks the parameters), a
@@ -413,13 +409,4 @@ func orderedObject(raw json.RawMessage) ([]string, []json.RawMessage, error) {
 		return nil, nil, err
 	}
 	return keys, vals, nil
-}
-
-// kind returns the first byte of a JSON value ('{', '[', '"', 't', 'f', 'n' or a digit), or 0.
-func kind(raw json.RawMessage) byte {
-	s := strings.TrimSpace(string(raw))
-	if s == "" {
-		return 0
-	}
-	return s[0]
 }

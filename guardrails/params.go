@@ -6,77 +6,104 @@ import (
 	"strings"
 )
 
-// params reads a check's parameters. Unknown parameters are ignored (failOnError among them).
+// params are a check's parameters; a paramReader reads them.
 type params map[string]json.RawMessage
 
-func parseParams(raw json.RawMessage) (params, error) {
-	var p params
-	if err := json.Unmarshal(raw, &p); err != nil {
-		return nil, paramErr("", "must be an object: %v", err)
-	}
-	for k, v := range p {
-		if string(v) == "null" {
-			delete(p, k)
-		}
-	}
-	return p, nil
+// paramReader reads a check's parameters. Unknown parameters are ignored (failOnError among them).
+//
+// It keeps the first problem, a *ParamError, in err: once there is one, every reader returns its zero value
+// and reads nothing, and fail adds nothing, so that a factory reads all it needs and checks err once.
+type paramReader struct {
+	m   params
+	err error
 }
 
-func (p params) has(name string) bool { _, ok := p[name]; return ok }
+func parseParams(raw json.RawMessage) *paramReader {
+	p := &paramReader{}
+	if err := json.Unmarshal(raw, &p.m); err != nil {
+		p.fail("", "must be an object: %v", err)
+	}
+	for k, v := range p.m {
+		if string(v) == "null" {
+			delete(p.m, k)
+		}
+	}
+	return p
+}
 
-func (p params) boolean(name string, def bool) (bool, error) {
-	v, ok := p[name]
+// fail records a problem with parameter name unless there is one already.
+func (p *paramReader) fail(name, format string, args ...any) {
+	if p.err == nil {
+		p.err = paramErr(name, format, args...)
+	}
+}
+
+// get returns a parameter's value; false when it is absent or there is a problem already.
+func (p *paramReader) get(name string) (json.RawMessage, bool) {
+	if p.err != nil {
+		return nil, false
+	}
+	v, ok := p.m[name]
+	return v, ok
+}
+
+func (p *paramReader) has(name string) bool { _, ok := p.m[name]; return ok }
+
+func (p *paramReader) boolean(name string, def bool) bool {
+	v, ok := p.get(name)
 	if !ok {
-		return def, nil
+		return def
 	}
 	var b bool
 	if err := json.Unmarshal(v, &b); err != nil {
-		return false, paramErr(name, "must be a boolean, not %s", v)
+		p.fail(name, "must be a boolean, not %s", v)
 	}
-	return b, nil
+	return b
 }
 
-func (p params) number(name string, def float64) (float64, error) {
-	v, ok := p[name]
+func (p *paramReader) number(name string, def float64) float64 {
+	v, ok := p.get(name)
 	if !ok {
-		return def, nil
+		return def
 	}
 	var f float64
 	if err := json.Unmarshal(v, &f); err != nil || math.IsNaN(f) {
-		return 0, paramErr(name, "must be a number, not %s", v)
+		p.fail(name, "must be a number, not %s", v)
+		return 0
 	}
-	return f, nil
+	return f
 }
 
-func (p params) str(name string, required bool, def string) (string, error) {
-	v, ok := p[name]
+func (p *paramReader) str(name string, required bool, def string) string {
+	v, ok := p.get(name)
 	if !ok {
 		if required {
-			return "", paramErr(name, "is required")
+			p.fail(name, "is required")
 		}
-		return def, nil
+		return def
 	}
 	var s string
 	if err := json.Unmarshal(v, &s); err != nil {
-		return "", paramErr(name, "must be a string, not %s", v)
+		p.fail(name, "must be a string, not %s", v)
 	}
-	return s, nil
+	return s
 }
 
 // strings reads an array of strings; a single string is split on commas (as Portkey's UI sends some lists).
-func (p params) strings(name string, required bool) ([]string, error) {
-	v, ok := p[name]
+func (p *paramReader) strings(name string, required bool) []string {
+	v, ok := p.get(name)
 	if !ok {
 		if required {
-			return nil, paramErr(name, "is required")
+			p.fail(name, "is required")
 		}
-		return nil, nil
+		return nil
 	}
 	var list []string
 	if err := json.Unmarshal(v, &list); err != nil {
 		var s string
 		if json.Unmarshal(v, &s) != nil {
-			return nil, paramErr(name, "must be an array of strings, not %s", v)
+			p.fail(name, "must be an array of strings, not %s", v)
+			return nil
 		}
 		for _, part := range strings.Split(s, ",") {
 			if part = strings.TrimSpace(part); part != "" {
@@ -85,59 +112,65 @@ func (p params) strings(name string, required bool) ([]string, error) {
 		}
 	}
 	if required && len(list) == 0 {
-		return nil, paramErr(name, "must not be empty")
+		p.fail(name, "must not be empty")
 	}
-	return list, nil
+	return list
 }
 
 // operator reads an any|all|none operator.
-func (p params) operator(name, def string) (string, error) {
-	op, err := p.str(name, false, def)
-	if err != nil {
-		return "", err
-	}
+func (p *paramReader) operator(name, def string) string {
+	op := p.str(name, false, def)
 	switch op {
 	case "any", "all", "none":
-		return op, nil
+		return op
 	}
-	return "", paramErr(name, "must be \"any\", \"all\" or \"none\", not %q", op)
+	p.fail(name, "must be \"any\", \"all\" or \"none\", not %q", op)
+	return ""
 }
 
 // minMax reads a min/max pair of counts.
-func (p params) minMax(minName, maxName string, maxDef float64) (lo, hi float64, err error) {
-	if lo, err = p.number(minName, 0); err != nil {
-		return
-	}
-	if hi, err = p.number(maxName, maxDef); err != nil {
-		return
-	}
+func (p *paramReader) minMax(minName, maxName string, maxDef float64) (lo, hi float64) {
+	lo, hi = p.number(minName, 0), p.number(maxName, maxDef)
 	if lo < 0 {
-		return 0, 0, paramErr(minName, "must not be negative")
+		p.fail(minName, "must not be negative")
+	} else if hi < lo {
+		p.fail(maxName, "must not be less than %s (%g)", minName, lo)
 	}
-	if hi < lo {
-		return 0, 0, paramErr(maxName, "must not be less than %s (%g)", minName, lo)
+	return lo, hi
+}
+
+// regex reads a required regular expression (RE2 syntax): its text and the compiled matcher.
+func (p *paramReader) regex(name string) (string, *matcher) {
+	rule := p.str(name, true, "")
+	if p.err != nil {
+		return "", nil
 	}
-	return lo, hi, nil
+	re, err := compileMatcher(rule)
+	if err != nil {
+		p.fail(name, "is not a valid regular expression: %v", err)
+	}
+	return rule, re
 }
 
 // headers reads a headers parameter: an object of strings, or a JSON text of one.
-func (p params) headers(name string) (map[string]string, error) {
-	v, ok := p[name]
+func (p *paramReader) headers(name string) map[string]string {
+	v, ok := p.get(name)
 	if !ok {
-		return nil, nil
+		return nil
 	}
 	var h map[string]string
 	if err := json.Unmarshal(v, &h); err == nil {
-		return h, nil
+		return h
 	}
 	var s string
 	if json.Unmarshal(v, &s) == nil {
 		if strings.TrimSpace(s) == "" {
-			return nil, nil
+			return nil
 		}
 		if json.Unmarshal([]byte(s), &h) == nil {
-			return h, nil
+			return h
 		}
 	}
-	return nil, paramErr(name, "must be an object of header names to strings")
+	p.fail(name, "must be an object of header names to strings")
+	return nil
 }

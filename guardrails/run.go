@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"strconv"
 	"sync"
 	"time"
 
@@ -223,5 +222,3 @@ func safeCheck(ctx context.Context, c Check, in *hostapi.Input, req hostapi.Requ
 	}()
 	return c.Check(ctx, in, req)
 }
-
-func itoa(i int) string { return strconv.Itoa(i) }

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/llmgw/gateway/runtime/gwerr"
+	"github.com/llmgw/gateway/runtime/jsonfield"
 )
 
 // This file is the one validator of hook and guardrail items (SPEC.md's Hooks table with DESIGN.md's
@@ -119,7 +120,7 @@ func (c *compiler) item(raw json.RawMessage, p string, l list) (*item, error) {
 	switch {
 	case l.hook():
 		it, refs, err = c.hook(raw, p, l)
-	case l != savedGuardrail && kind(raw) == '"':
+	case l != savedGuardrail && jsonfield.Kind(raw) == "string":
 		it, refs, err = c.savedItem(raw, p)
 	default:
 		it, refs, err = c.guardrail(raw, p, l)
@@ -150,16 +151,16 @@ func (c *compiler) hook(raw json.RawMessage, p string, l list) (*item, []checkRe
 		return nil, nil, err
 	}
 	it := &item{}
-	if it.id, err = c.str(o, "id", true, true); err != nil {
+	if it.id, err = o.str("id", true, true); err != nil {
 		return nil, nil, err
 	}
-	if it.typ, err = c.str(o, "type", false, false); err != nil {
+	if it.typ, err = o.str("type", false, false); err != nil {
 		return nil, nil, err
 	}
 	if it.typ == "" {
 		it.typ = "guardrail"
 	}
-	if it.async, err = c.boolean(o, "async"); err != nil {
+	if it.async, err = o.boolean("async"); err != nil {
 		return nil, nil, err
 	}
 	if it.onFail, it.denyOnFail, err = c.outcome(o, "on_fail", l); err != nil {
@@ -193,7 +194,7 @@ func (c *compiler) savedItem(raw json.RawMessage, p string) (*item, []checkRef, 
 		e.Err = err
 		return nil, nil, e
 	}
-	if kind(obj) != '{' {
+	if jsonfield.Kind(obj) != "object" {
 		return nil, nil, c.errf(p, "saved guardrail %q is not a guardrail object", id)
 	}
 	it, refs, err := c.guardrail(obj, p, savedGuardrail)
@@ -215,22 +216,22 @@ func (c *compiler) guardrail(raw json.RawMessage, p string, l list) (*item, []ch
 		return nil, nil, err
 	}
 	it := &item{}
-	if it.id, err = c.str(o, "id", false, true); err != nil {
+	if it.id, err = o.str("id", false, true); err != nil {
 		return nil, nil, err
 	}
 	if it.id == "" && l != savedGuardrail {
 		it.id = p // an inline guardrail without id is named by its place, e.g. "input_guardrails[0]"
 	}
-	if it.typ, err = c.str(o, "type", false, false); err != nil {
+	if it.typ, err = o.str("type", false, false); err != nil {
 		return nil, nil, err
 	}
 	if it.typ == "" {
 		it.typ = "guardrail"
 	}
-	if it.denyOnFail, err = c.boolean(o, "deny"); err != nil {
+	if it.denyOnFail, err = o.boolean("deny"); err != nil {
 		return nil, nil, err
 	}
-	if it.async, err = c.boolean(o, "async"); err != nil {
+	if it.async, err = o.boolean("async"); err != nil {
 		return nil, nil, err
 	}
 	var deny bool
@@ -246,7 +247,10 @@ func (c *compiler) guardrail(raw json.RawMessage, p string, l list) (*item, []ch
 	for i, key := range o.keys {
 		v, kp := o.vals[i], o.at(key)
 		if key == "checks" {
-			more, err := c.checkList(nonNull(v), kp)
+			if jsonfield.Kind(v) == "null" {
+				continue
+			}
+			more, err := c.checkList(v, kp)
 			if err != nil {
 				return nil, nil, err
 			}
@@ -259,8 +263,8 @@ func (c *compiler) guardrail(raw json.RawMessage, p string, l list) (*item, []ch
 		if !checkIDPattern.MatchString(key) {
 			return nil, nil, c.errf(kp, "unknown field %q (a guardrail object's keys are %s, and check ids: name or namespace.name)", key, strings.Join(guardrailOwnKeys, ", "))
 		}
-		if kind(v) != '{' {
-			return nil, nil, c.errf(kp, "must be an object of check parameters (a guardrail's extra keys are check ids, e.g. \"default.wordCount\": {\"maxWords\": 10}), not %s", describe(v))
+		if jsonfield.Kind(v) != "object" {
+			return nil, nil, c.errf(kp, "must be an object of check parameters (a guardrail's extra keys are check ids, e.g. \"default.wordCount\": {\"maxWords\": 10}), not %s", jsonfield.Describe(v))
 		}
 		refs = append(refs, checkRef{id: key, params: v, idPath: kp, paramsPath: kp})
 	}
@@ -276,19 +280,19 @@ func (c *compiler) checkList(raw json.RawMessage, p string) ([]checkRef, error) 
 		return nil, nil
 	}
 	var items []json.RawMessage
-	if kind(raw) != '[' || json.Unmarshal(raw, &items) != nil {
-		return nil, c.errf(p, "must be an array of checks ({\"id\": \"default.wordCount\", \"parameters\": {...}}), not %s", describe(raw))
+	if jsonfield.Kind(raw) != "array" || json.Unmarshal(raw, &items) != nil {
+		return nil, c.errf(p, "must be an array of checks ({\"id\": \"default.wordCount\", \"parameters\": {...}}), not %s", jsonfield.Describe(raw))
 	}
 	refs := make([]checkRef, 0, len(items))
 	for j, r := range items {
-		o, err := c.object(r, p+"["+itoa(j)+"]", "a check ({\"id\": ..., \"parameters\": {...}})")
+		o, err := c.object(r, jsonfield.Index(p, j), "a check ({\"id\": ..., \"parameters\": {...}})")
 		if err != nil {
 			return nil, err
 		}
 		if err := c.onlyKeys(o, []string{"id", "parameters"}); err != nil {
 			return nil, err
 		}
-		id, err := c.str(o, "id", true, true)
+		id, err := o.str("id", true, true)
 		if err != nil {
 			return nil, err
 		}
@@ -299,8 +303,8 @@ func (c *compiler) checkList(raw json.RawMessage, p string) ([]checkRef, error) 
 		switch {
 		case params == nil:
 			return nil, c.errf(o.at("parameters"), "is required (an object; {} when the check takes none)")
-		case kind(params) != '{':
-			return nil, c.errf(o.at("parameters"), "must be an object of check parameters, not %s", describe(params))
+		case jsonfield.Kind(params) != "object":
+			return nil, c.errf(o.at("parameters"), "must be an object of check parameters, not %s", jsonfield.Describe(params))
 		}
 		refs = append(refs, checkRef{id: id, params: params, idPath: o.at("id"), paramsPath: o.at("parameters")})
 	}
@@ -333,39 +337,45 @@ func (c *compiler) outcome(parent *object, key string, l list) (*feedback, bool,
 			return nil, false, err
 		}
 		fb = &feedback{}
-		if fb.Value, err = c.number(f, "value"); err != nil {
+		if fb.Value, err = f.number("value"); err != nil {
 			return nil, false, err
 		}
-		if fb.Weight, err = c.number(f, "weight"); err != nil {
+		if fb.Weight, err = f.number("weight"); err != nil {
 			return nil, false, err
 		}
 		if m := f.get("metadata"); m != nil {
-			if kind(m) != '{' {
-				return nil, false, c.errf(f.at("metadata"), "must be an object, not %s", describe(m))
+			if jsonfield.Kind(m) != "object" {
+				return nil, false, c.errf(f.at("metadata"), "must be an object, not %s", jsonfield.Describe(m))
 			}
 			fb.Metadata = m
 		}
 	}
-	deny, err := c.boolean(o, "deny")
+	deny, err := o.boolean("deny")
 	return fb, deny, err
 }
 
-// object is a JSON object of an item with its path: keys and values in document order.
+// object is a JSON object of an item: its keys and values in document order, and its fields by key (the last
+// of a repeated key, as encoding/json keeps), read with jsonfield.
 type object struct {
-	path string
-	keys []string
-	vals []json.RawMessage
+	path   string // relative to the compiler's path, as errf takes it
+	keys   []string
+	vals   []json.RawMessage
+	fields *jsonfield.Object // its Path is the full one, which its errors name
 }
 
 func (c *compiler) object(raw json.RawMessage, p, what string) (*object, error) {
-	if kind(raw) != '{' {
-		return nil, c.errf(p, "must be %s, not %s", what, describe(raw))
+	if jsonfield.Kind(raw) != "object" {
+		return nil, c.errf(p, "must be %s, not %s", what, jsonfield.Describe(raw))
 	}
 	keys, vals, err := orderedObject(raw)
 	if err != nil {
 		return nil, c.errf(p, "must be %s: %v", what, err)
 	}
-	return &object{path: p, keys: keys, vals: vals}, nil
+	m := make(map[string]json.RawMessage, len(keys))
+	for i, k := range keys {
+		m[k] = vals[i]
+	}
+	return &object{path: p, keys: keys, vals: vals, fields: jsonfield.ObjectOf(m, c.full(p))}, nil
 }
 
 func (o *object) at(key string) string {
@@ -375,24 +385,8 @@ func (o *object) at(key string) string {
 	return o.path + "." + key
 }
 
-// get returns key's value, the last one as encoding/json would; nil when absent or null (null means "not set",
-// as everywhere in a config).
-func (o *object) get(key string) json.RawMessage {
-	var v json.RawMessage
-	for i, k := range o.keys {
-		if k == key {
-			v = o.vals[i]
-		}
-	}
-	return nonNull(v)
-}
-
-func nonNull(v json.RawMessage) json.RawMessage {
-	if kind(v) == 'n' {
-		return nil
-	}
-	return v
-}
+// get returns key's value; nil when absent or null (null means "not set", as everywhere in a config).
+func (o *object) get(key string) json.RawMessage { return o.fields.Get(key) }
 
 func (c *compiler) onlyKeys(o *object, names []string) error {
 	for _, k := range o.keys {
@@ -403,72 +397,20 @@ func (c *compiler) onlyKeys(o *object, names []string) error {
 	return nil
 }
 
+// The fields an item reads with str, boolean and number have plain names, so that jsonfield's paths for them
+// are the ones at gives.
+
 // str reads a string field. A required field must be present and, like every field that nonEmpty names, not "".
-func (c *compiler) str(o *object, key string, required, nonEmpty bool) (string, error) {
-	raw := o.get(key)
-	if raw == nil {
-		if required {
-			return "", c.errf(o.at(key), "is required (a string)")
-		}
-		return "", nil
-	}
-	var s string
-	if kind(raw) != '"' || json.Unmarshal(raw, &s) != nil {
-		return "", c.errf(o.at(key), "must be a string, not %s", describe(raw))
-	}
-	if s == "" && (required || nonEmpty) {
-		return "", c.errf(o.at(key), "must not be empty")
-	}
-	return s, nil
+func (o *object) str(key string, required, nonEmpty bool) (string, error) {
+	s, _, err := o.fields.Str(key, required, nonEmpty)
+	return s, err
 }
 
-func (c *compiler) boolean(o *object, key string) (bool, error) {
-	raw := o.get(key)
-	if raw == nil {
-		return false, nil
-	}
-	var b bool
-	if kind(raw) != 't' && kind(raw) != 'f' || json.Unmarshal(raw, &b) != nil {
-		return false, c.errf(o.at(key), "must be a boolean (true or false), not %s", describe(raw))
-	}
-	return b, nil
+func (o *object) boolean(key string) (bool, error) {
+	b, err := o.fields.Boolean(key)
+	return b != nil && *b, err
 }
 
-func (c *compiler) number(o *object, key string) (*float64, error) {
-	raw := o.get(key)
-	if raw == nil {
-		return nil, nil
-	}
-	if k := kind(raw); k != '-' && (k < '0' || k > '9') {
-		return nil, c.errf(o.at(key), "must be a number, not %s", describe(raw))
-	}
-	var f float64
-	if err := json.Unmarshal(raw, &f); err != nil {
-		return nil, c.errf(o.at(key), "number %s is out of range", strings.TrimSpace(string(raw)))
-	}
-	return &f, nil
-}
-
-// describe names a value for an error message: numbers and booleans by their text, other kinds by their type.
-func describe(raw json.RawMessage) string {
-	s := strings.TrimSpace(string(raw))
-	if len(s) > 40 {
-		s = s[:40] + "..."
-	}
-	switch kind(raw) {
-	case 0:
-		return "nothing"
-	case '{':
-		return "an object"
-	case '[':
-		return "an array"
-	case '"':
-		return "a string"
-	case 'n':
-		return "null"
-	case 't', 'f':
-		return "boolean " + s
-	default:
-		return "number " + s
-	}
+func (o *object) number(key string) (*float64, error) {
+	return o.fields.Number(key, false)
 }

@@ -82,8 +82,8 @@ func Kind(raw json.RawMessage) string {
 func Describe(raw json.RawMessage) string {
 	raw = bytes.TrimSpace(raw)
 	switch k := Kind(raw); k {
-	case "null":
-		return "null"
+	case "null", "nothing":
+		return k
 	case "number", "boolean":
 		if len(raw) > 40 {
 			return k + " " + string(raw[:40]) + "..."
