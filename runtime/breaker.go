@@ -1,11 +1,13 @@
 package runtime
 
 import (
+	"context"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/llmgw/gateway/runtime/config"
+	"github.com/llmgw/gateway/runtime/gwerr"
 )
 
 // breakers holds one circuit breaker per target (its provider, host and credentials), across requests.
@@ -134,6 +136,24 @@ func (b *breaker) release() {
 	if b.state == halfOpen {
 		b.probing = false
 	}
+}
+
+// settleBreaker gives the breaker that allowed a target's call the call's outcome.
+func (e *Engine) settleBreaker(ctx context.Context, br *breaker, cfg *config.CircuitBreaker, out *outcome) {
+	if out.err != nil && ctx.Err() != nil {
+		// The request ended (the caller went away, its deadline passed, the gateway is stopping): the failed
+		// call says nothing about the target.
+		br.release()
+		return
+	}
+	status := out.status
+	if out.err != nil {
+		status = out.err.Status
+		if out.err.Code == gwerr.CodeUpstream || out.err.Code == gwerr.CodeRequestTimeout {
+			status = 0 // transport failures always count
+		}
+	}
+	br.record(e.now(), cfg, isBreakerFailure(cfg, status))
 }
 
 // isFailure applies cb_config.failure_status_codes, by default statuses above 500 and transport errors

@@ -41,21 +41,31 @@ func cacheable(ep providers.Endpoint) bool {
 	return ep == providers.ChatCompletions || ep == providers.Completions || ep == providers.Embeddings
 }
 
-// cacheLookup consults the cache of a target whose config enables one. It returns the cached answer as an
+// cacheOn reports whether the target's answer to the request goes through the cache: its config enables one,
+// the request has a workspace, and the endpoint's answers can be cached.
+func cacheOn(n *config.Node, req *Request) bool {
+	return n.Cache != nil && req.Key != nil && cacheable(req.Endpoint)
+}
+
+// keyedByAddress reports whether the cache's key of t needs the target's address (targetID) beside its base
+// URL: the provider has fields, or builds its URL per request.
+func keyedByAddress(t *providers.Target) bool { return len(t.Fields) > 0 || t.BaseURL == "" }
+
+// cacheLookup consults the cache of a target whose config enables one; address is its targetID's. It returns the cached answer as an
 // outcome on a hit; otherwise the step that stores the coming answer (nil when the request cannot be cached).
 // A lookup failure is logged and treated as a miss: the cache must never fail a request. body is the request as
 // the target gets it, before metadata fills any field (metadata._user): a namespace must share answers across
 // metadata, and without one the metadata is in the key already.
-func (e *Engine) cacheLookup(ctx context.Context, st *state, n *config.Node, t *providers.Target, adapter providers.Adapter, body []byte) (*cacheStep, *outcome) {
+func (e *Engine) cacheLookup(ctx context.Context, st *state, n *config.Node, t *providers.Target, address string, adapter providers.Adapter, body []byte) (*cacheStep, *outcome) {
 	req := st.req
-	if n.Cache == nil || req.Key == nil || !cacheable(req.Endpoint) {
+	if !cacheOn(n, req) {
 		return nil, nil
 	}
 	ws := req.Key.WorkspaceID
 	target := cache.Target{Provider: t.Provider, BaseURL: t.BaseURL}
-	if len(t.Fields) > 0 || t.BaseURL == "" {
+	if keyedByAddress(t) {
 		// Azure deployments, Bedrock regions, Vertex projects: the address is in fields and headers.
-		target.BaseURL += "|" + providers.AddressOf(t)
+		target.BaseURL += "|" + address
 	}
 	ep := req.Endpoint.Path()
 	key, err := cache.KeyOf(ws, target, ep, body, req.CacheNS, req.Metadata)

@@ -2,9 +2,10 @@
 // gateway headers), picks its compiled config (x-gateway-config inline or saved, or one target made of the
 // headers), walks the strategy tree (single, fallback, loadbalance, conditional, nested) and calls providers
 // through their adapters, with retries (full-jitter backoff from 250 ms to 8 s, Retry-After when asked),
-// per-attempt timeouts (408), and circuit breakers kept per target across requests (a target is named by its
-// provider's descriptor: Descriptor.Identity, which the cache's key shares through Address). Upstream answers come back
-// with the provider's status and body; the engine's own failures are *gwerr.Error.
+// per-attempt timeouts (408), and circuit breakers kept per target across requests (a target is named once per
+// request by its provider's descriptor, Descriptor.Identify: the breaker keys on its identity, the cache on its
+// address, the same sum without the API key). Upstream answers come back with the provider's status and body; the
+// engine's own failures are *gwerr.Error.
 //
 // The caller's body goes upstream byte for byte unless override_params or metadata._user change it. Streamed
 // answers are returned open; closing the Response closes the upstream call. Provider calls run on the
@@ -24,6 +25,17 @@
 // wait is begun only when it ends within the time left, and cancelling the request's context (routes does when
 // the caller hangs up) stops everything. Before any of that, Do compiles the checks of every hooked target of the
 // plan (cached), so that an unknown check id anywhere in a config is a 400 even on a target never reached.
+//
+// Reading order: a request goes down the files in this order, each step in one file. engine.go (Options, New,
+// and Do, which calls the steps in turn); plan.go (the compiled config, and its checks compiled up front);
+// admit.go (rate-limit admission); strategy.go (single, fallback, loadbalance, conditional, and $plugin
+// conditions asked under the request's context); leaf.go (one target: prompt, provider resolution and the
+// target's identity, body patches, then the steps below in order); hooks.go and hookstream.go (compiled check
+// sets, before- and after-request hooks and guardrails, on whole and streamed answers); cachestep.go and
+// embed.go (lookup, store, semantic embedding); breaker.go (circuit breakers: asked before the call, told its
+// outcome after); attempt.go (calls with retries, per-attempt timeouts, transport errors); usage.go (tokens
+// counted for rate limits, x-ratelimit-* figures). state.go, at the bottom, holds what the steps share:
+// Request and Response, the request's state (which keeps no context: ctx is passed down), and outcome.
 //
 // Subpackages: config (schema, validation, compilation, plan cache), condition (conditional-routing queries),
 // netguard (custom-host policy), providers (adapter contract, the registry of provider descriptors, adapters

@@ -2,20 +2,16 @@ package runtime
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
 	"log/slog"
 	"math/rand/v2"
 	"net"
 	"net/http"
-	"strings"
 	"time"
 
 	"github.com/llmgw/gateway/guardrails"
 	"github.com/llmgw/gateway/hostapi"
 	"github.com/llmgw/gateway/runtime/cache"
 	"github.com/llmgw/gateway/runtime/config"
-	"github.com/llmgw/gateway/runtime/gwerr"
 	"github.com/llmgw/gateway/runtime/netguard"
 	"github.com/llmgw/gateway/runtime/ratelimit"
 	"github.com/llmgw/gateway/storage"
@@ -153,31 +149,8 @@ func New(store *storage.Store, opts Options) *Engine {
 	}
 }
 
-// errRequestDeadline is the cause of a request's context when Options.RequestDeadline ends it. It is a
-// context.DeadlineExceeded, so that the request answers 408 like a timed-out attempt.
-var errRequestDeadline error = requestDeadlineError{}
-
-type requestDeadlineError struct{}
-
-func (requestDeadlineError) Error() string {
-	return "the request did not finish within the gateway's request deadline"
-}
-
-func (requestDeadlineError) Is(target error) bool { return target == context.DeadlineExceeded }
-
 // noRedirects keeps an upstream from sending the gateway (and the caller's credentials) elsewhere.
 func noRedirects(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
-
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
 
 // Do executes the request and returns the answer to send, or a *gwerr.Error for requests that cannot be
 // routed at all (a bad config, no provider). Upstream failures come back as a Response with the provider's
@@ -188,7 +161,7 @@ func (e *Engine) Do(ctx context.Context, req *Request) (*Response, error) {
 	if err != nil {
 		return nil, err
 	}
-	st := &state{req: req, planHash: plan.Hash, pluginCondition: e.pluginCondition}
+	st := &state{req: req, planHash: plan.Hash}
 	if err := e.checkHooks(st, plan); err != nil {
 		return nil, err
 	}
@@ -203,7 +176,7 @@ func (e *Engine) Do(ctx context.Context, req *Request) (*Response, error) {
 		ctx, cancel = context.WithCancelCause(ctx)
 	}
 	timer := time.AfterFunc(e.deadline, func() { cancel(errRequestDeadline) })
-	st.ctx, st.deadline = ctx, e.now().Add(e.deadline)
+	st.deadline = e.now().Add(e.deadline)
 	out := e.exec(ctx, st, plan.Root)
 	timer.Stop()
 	if req.Cancel == nil {
@@ -221,44 +194,4 @@ func (e *Engine) Do(ctx context.Context, req *Request) (*Response, error) {
 	e.countTokens(req, &adm, resp)
 	rateLimitHeaders(&adm, resp)
 	return resp, nil
-}
-
-// plan returns the compiled config of the request: the x-gateway-config header (inline or a saved ID), or a
-// single target made of the request's headers.
-func (e *Engine) plan(req *Request) (*config.Plan, error) {
-	raw := strings.TrimSpace(req.Config)
-	if raw == "" {
-		return headerPlan, nil
-	}
-	if strings.HasPrefix(raw, "{") {
-		return e.configs.LoadString(raw)
-	}
-	saved, err := e.store.Configs.Get(req.Key.WorkspaceID, raw)
-	if errors.Is(err, storage.ErrNotFound) {
-		return nil, &gwerr.Error{Status: http.StatusNotFound, Code: gwerr.CodeNotFound, Param: "x-gateway-config",
-			Message: "config " + quote(raw) + " not found in this workspace (x-gateway-config takes a saved config ID or a JSON object)"}
-	}
-	if err != nil {
-		return nil, gwerr.Internal(err)
-	}
-	return e.configs.Load(saved.Config)
-}
-
-// savedGuardrails looks a saved guardrail up for guardrails.Compile.
-func (e *Engine) savedGuardrails(workspaceID, id string) (json.RawMessage, error) {
-	g, err := e.store.Guardrails.Get(workspaceID, id)
-	if err != nil {
-		return nil, err
-	}
-	return g.Guardrail, nil
-}
-
-// headerPlan is the plan of a request without a config: one target whose provider comes from the headers.
-var headerPlan = &config.Plan{Root: &config.Node{Path: "config", Mode: config.ModeSingle}}
-
-func quote(s string) string {
-	if len(s) > 64 {
-		s = s[:64] + "…"
-	}
-	return `"` + s + `"`
 }

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"net/http"
 	"strconv"
 	"strings"
 	"sync"
@@ -86,19 +85,13 @@ func (e *Engine) hooks(st *state, n *config.Node) (*guardrails.Set, error) {
 	return set, err
 }
 
-// checkHooks compiles the checks of every target of the plan that has any, before anything is sent: DESIGN.md
-// validates a config whole, so an unknown check id on a target that would run only as a fallback is a 400 too,
-// not a failure that moves the fallback on. Compiled sets are cached, so this is a lookup per hooked target.
-func (e *Engine) checkHooks(st *state, plan *config.Plan) error {
-	if st.req.Key == nil {
-		return nil
+// savedGuardrails looks a saved guardrail up for guardrails.Compile.
+func (e *Engine) savedGuardrails(workspaceID, id string) (json.RawMessage, error) {
+	g, err := e.store.Guardrails.Get(workspaceID, id)
+	if err != nil {
+		return nil, err
 	}
-	for _, n := range plan.Hooked {
-		if _, err := e.hooks(st, n); err != nil {
-			return asGatewayError(err)
-		}
-	}
-	return nil
+	return g.Guardrail, nil
 }
 
 // RequireStoredPlugins wraps pc so that a check id naming a plugin the workspace has not stored is refused with
@@ -198,6 +191,33 @@ func logLine(s string) string {
 		s = s[:cut] + "…"
 	}
 	return s
+}
+
+// afterHooks runs after-request hooks and output guardrails on a 2xx answer and marks it: 446 on a deny, 246
+// when some check failed without denying, and hook_results beside the completion's fields.
+func (e *Engine) afterHooks(ctx context.Context, st *state, set *guardrails.Set, out *outcome, results hookResults, soft bool) {
+	if out.stream != nil {
+		// The status is sent before the answer is known: only the before side can make it 246.
+		if soft {
+			out.status = StatusHooksFailedSoft
+		}
+		e.streamWithOutputHooks(ctx, st, set, out, results)
+		return
+	}
+	var after guardrails.Outcome
+	if set.Has(guardrails.StageAfter) {
+		after = set.Run(ctx, guardrails.StageAfter, checkInput(st, guardrails.StageAfter, answerText(out.body)), requestView{st})
+	}
+	results.After = after.Results
+	e.runAsync(ctx, st.req.TraceID, after.Async)
+	if after.Deny {
+		out.status, out.header, out.body = gwerr.StatusHooksFailed, jsonContentType, hooksDenied(results)
+		return
+	}
+	if soft || after.Failed {
+		out.status = StatusHooksFailedSoft
+	}
+	out.body = withHookResults(out.body, results, after.Transformed)
 }
 
 // hookResults is the hook_results member of answers (DESIGN.md).
@@ -474,5 +494,3 @@ func (e *Engine) runAsync(parent context.Context, traceID string, fns []func(con
 		}
 	}
 }
-
-var jsonContentType = http.Header{"Content-Type": {"application/json"}}

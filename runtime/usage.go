@@ -7,7 +7,37 @@ import (
 	"errors"
 	"io"
 	"sync"
+
+	"github.com/llmgw/gateway/runtime/ratelimit"
 )
+
+// countTokens reports the answer's usage to the tokens policies that admitted the request: at once for a
+// whole answer, when the stream closes for a streamed one. Answers served from the cache cost the provider
+// nothing and count nothing; neither do failed ones.
+func (e *Engine) countTokens(req *Request, adm *ratelimit.Admission, resp *Response) {
+	if !adm.CountsTokens() || resp.Status < 200 || resp.Status > 299 || resp.CacheStatus == CacheHit || resp.CacheStatus == CacheSemanticHit {
+		return
+	}
+	if resp.Stream == nil {
+		if tokens, ok := answerUsage(resp.Body); ok {
+			e.limiter.AddTokens(adm, int(tokens))
+		}
+		return
+	}
+	a := *adm // the stream outlives Do's frame
+	limiter := e.limiter
+	resp.Stream = newUsageStream(resp.Stream, len(req.Body), func(tokens int64) { limiter.AddTokens(&a, int(tokens)) })
+}
+
+// rateLimitHeaders records the x-ratelimit-* figures of the most constrained policy on the answer; routes
+// writes them as headers (without building a header map per request).
+func rateLimitHeaders(adm *ratelimit.Admission, resp *Response) {
+	limit, remaining, reset, ok := adm.Headers()
+	if !ok {
+		return
+	}
+	resp.RateLimit = RateLimitFigures{Limit: limit, Remaining: max(remaining, 0), Reset: reset, Set: true}
+}
 
 // answerUsage reads usage.total_tokens of a non-streamed answer (chat completion, text completion or
 // embeddings list). ok is false when the answer carries no usage.

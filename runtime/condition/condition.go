@@ -19,7 +19,8 @@ type Env struct {
 	Params   map[string]any // the request body decoded with encoding/json (numbers are float64)
 	URLPath  string         // e.g. "/v1/chat/completions"
 	// Plugin asks the workspace's wasm plugin id, with the query's $params, whether the request matches. Nil
-	// means no plugins: $plugin conditions never match.
+	// means no plugins: $plugin conditions never match. The caller binds it to the request's context for the
+	// Eval calls that need it, rather than keeping a context in the Env.
 	Plugin func(id string, params json.RawMessage) bool
 }
 

@@ -108,23 +108,30 @@ type Descriptor struct {
 // Adapter is the adapter New made at registration.
 func (d *Descriptor) Adapter() Adapter { return d.adapter }
 
-// Identity names the target t of this provider for the circuit breaker: the identifier, the base URL and
-// addressHash of t with its API key.
+// Identity names the target t of this provider for the circuit breaker: the identifier, the base URL and a sum
+// of what addresses t, its API key included (Identify).
 func (d *Descriptor) Identity(t *Target) string {
-	return d.ID + "|" + t.BaseURL + "|" + d.addressHash(t.APIKey, t)
+	identity, _ := d.Identify(t)
+	return identity
 }
 
-// Address sums what, besides the identifier and base URL, addresses t (addressHash without the API key): the
+// Address sums what, besides the identifier and base URL, addresses t, without its API key (Identify): the
 // response cache keys answers with it, since the same model at two Azure resources is two targets.
-func (d *Descriptor) Address(t *Target) string { return d.addressHash("", t) }
+func (d *Descriptor) Address(t *Target) string {
+	_, address := d.Identify(t)
+	return address
+}
 
-// addressHash is the one sum of what tells targets of a provider apart: apiKey, then the fields and headers
-// the descriptor marks as addressing the target, in declaration order. Adapters that build their own URL
-// (Azure, Bedrock, Vertex) address the target with those fields and headers.
-func (d *Descriptor) addressHash(apiKey string, t *Target) string {
+// Identify is the one formula of a target's identity, computed in one pass: address sums the fields and headers
+// the descriptor marks as addressing t, in declaration order (adapters that build their own URL, Azure, Bedrock
+// and Vertex, address the target with them); identity is "<identifier>|<base URL>|" and the same sum carried on
+// over t's API key. The circuit breaker keys on identity; the response cache, which must not split answers by
+// credential, on address. A caller that needs both computes them once per target.
+func (d *Descriptor) Identify(t *Target) (identity, address string) {
 	h := sha256.New()
-	// Each value ends with a byte no JSON text or header value holds, so that "ab"+"c" and "a"+"bc" differ.
-	h.Write([]byte(apiKey))
+	// Each value ends with a byte no JSON text or header value holds, so that "ab"+"c" and "a"+"bc" differ. The
+	// first 0 stands where an API key's terminator stood before the key moved to the end: it keeps the address,
+	// and the cache keys made with it, as they were.
 	h.Write([]byte{0})
 	for i := range d.Fields {
 		if f := &d.Fields[i]; f.Address {
@@ -138,7 +145,13 @@ func (d *Descriptor) addressHash(apiKey string, t *Target) string {
 			h.Write([]byte{0})
 		}
 	}
-	return hex.EncodeToString(h.Sum(nil)[:8])
+	var sum [sha256.Size]byte
+	var hexSum [16]byte
+	hex.Encode(hexSum[:], h.Sum(sum[:0])[:8])
+	address = string(hexSum[:])
+	h.Write([]byte(t.APIKey))
+	hex.Encode(hexSum[:], h.Sum(sum[:0])[:8])
+	return d.ID + "|" + t.BaseURL + "|" + string(hexSum[:]), address
 }
 
 // validate reports what makes d unusable; Register panics with it.

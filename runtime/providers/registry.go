@@ -83,15 +83,6 @@ func Describe(id string) (*Descriptor, bool) {
 	return d, ok
 }
 
-// AddressOf is the Address of t under its provider's descriptor; "" when the provider is not registered.
-func AddressOf(t *Target) string {
-	d, ok := Describe(t.Provider)
-	if !ok {
-		return ""
-	}
-	return d.Address(t)
-}
-
 // Canonical returns the identifier that name stands for (an identifier or an alias) and whether it is known.
 func Canonical(name string) (string, bool) {
 	registryMu.RLock()

@@ -100,6 +100,32 @@ func TestIdentity(t *testing.T) {
 	}
 }
 
+// TestIdentifyOnePass: Identify gives both names in one pass; the address leaves the API key out, and stays the
+// value stored cache keys were made with.
+func TestIdentifyOnePass(t *testing.T) {
+	d, ok := providers.Describe("azure-openai")
+	if !ok {
+		t.Fatal("azure-openai not registered")
+	}
+	var fields map[string]json.RawMessage
+	_ = json.Unmarshal([]byte(`{"resource_name": "a", "deployment_id": "d"}`), &fields)
+	headers := map[string]string{"x-gateway-cloudx-resource-name": "r"}
+	target := func(key string) *providers.Target {
+		return &providers.Target{Provider: d.ID, APIKey: key, Fields: fields, Header: func(n string) string { return headers[n] }}
+	}
+	id, addr := d.Identify(target("k"))
+	if addr != "45a1ae63b2f7d166" { // the cache's keys hold it: a change would orphan every cached answer
+		t.Errorf("address %s changed", addr)
+	}
+	if id != d.Identity(target("k")) || addr != d.Address(target("k")) {
+		t.Errorf("Identify disagrees with Identity and Address")
+	}
+	id2, addr2 := d.Identify(target("other"))
+	if id2 == id || addr2 != addr {
+		t.Errorf("another API key: identity %q (was %q), address %q (was %q); want a new identity, the same address", id2, id, addr2, addr)
+	}
+}
+
 type nopAdapter struct{}
 
 func (nopAdapter) NewRequest(context.Context, *providers.Target, *providers.Call) (*http.Request, error) {

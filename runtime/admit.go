@@ -32,32 +32,4 @@ func (e *Engine) admit(req *Request) (ratelimit.Admission, *gwerr.Error) {
 	return adm, &gwerr.Error{Status: http.StatusTooManyRequests, Code: gwerr.CodeRateLimited, Message: exceeded.Error(), Header: h}
 }
 
-// countTokens reports the answer's usage to the tokens policies that admitted the request: at once for a
-// whole answer, when the stream closes for a streamed one. Answers served from the cache cost the provider
-// nothing and count nothing; neither do failed ones.
-func (e *Engine) countTokens(req *Request, adm *ratelimit.Admission, resp *Response) {
-	if !adm.CountsTokens() || resp.Status < 200 || resp.Status > 299 || resp.CacheStatus == CacheHit || resp.CacheStatus == CacheSemanticHit {
-		return
-	}
-	if resp.Stream == nil {
-		if tokens, ok := answerUsage(resp.Body); ok {
-			e.limiter.AddTokens(adm, int(tokens))
-		}
-		return
-	}
-	a := *adm // the stream outlives Do's frame
-	limiter := e.limiter
-	resp.Stream = newUsageStream(resp.Stream, len(req.Body), func(tokens int64) { limiter.AddTokens(&a, int(tokens)) })
-}
-
-// rateLimitHeaders records the x-ratelimit-* figures of the most constrained policy on the answer; routes
-// writes them as headers (without building a header map per request).
-func rateLimitHeaders(adm *ratelimit.Admission, resp *Response) {
-	limit, remaining, reset, ok := adm.Headers()
-	if !ok {
-		return
-	}
-	resp.RateLimit = RateLimitFigures{Limit: limit, Remaining: max(remaining, 0), Reset: reset, Set: true}
-}
-
 func formatLimit(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }

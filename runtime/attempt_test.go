@@ -73,22 +73,3 @@ func TestShouldRetry(t *testing.T) {
 		}
 	}
 }
-
-func TestPickSkipsZeroWeightsAndOpenTargets(t *testing.T) {
-	e := &Engine{}
-	seq := int64(0)
-	e.jitter = func(n int64) int64 { seq = (seq + 7919) % n; return seq }
-	counts := make([]int, 3)
-	for i := 0; i < 1000; i++ {
-		counts[e.pick([]float64{1, 0, 1}, 0)]++
-	}
-	if counts[1] != 0 || counts[0] == 0 || counts[2] == 0 {
-		t.Fatalf("draws %v: weight 0 must never be picked, the others must", counts)
-	}
-	if got := e.pick([]float64{1, 0, 1}, 1|4); got != -1 {
-		t.Fatalf("all skipped: picked %d", got)
-	}
-	if got := e.pick([]float64{1, 2}, 2); got != 0 {
-		t.Fatalf("skip 1: picked %d", got)
-	}
-}

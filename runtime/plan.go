@@ -1,0 +1,57 @@
+package runtime
+
+import (
+	"errors"
+	"net/http"
+	"strings"
+
+	"github.com/llmgw/gateway/runtime/config"
+	"github.com/llmgw/gateway/runtime/gwerr"
+	"github.com/llmgw/gateway/storage"
+)
+
+// plan returns the compiled config of the request: the x-gateway-config header (inline or a saved ID), or a
+// single target made of the request's headers.
+func (e *Engine) plan(req *Request) (*config.Plan, error) {
+	raw := strings.TrimSpace(req.Config)
+	if raw == "" {
+		return headerPlan, nil
+	}
+	if strings.HasPrefix(raw, "{") {
+		return e.configs.LoadString(raw)
+	}
+	saved, err := e.store.Configs.Get(req.Key.WorkspaceID, raw)
+	if errors.Is(err, storage.ErrNotFound) {
+		return nil, &gwerr.Error{Status: http.StatusNotFound, Code: gwerr.CodeNotFound, Param: "x-gateway-config",
+			Message: "config " + quote(raw) + " not found in this workspace (x-gateway-config takes a saved config ID or a JSON object)"}
+	}
+	if err != nil {
+		return nil, gwerr.Internal(err)
+	}
+	return e.configs.Load(saved.Config)
+}
+
+// headerPlan is the plan of a request without a config: one target whose provider comes from the headers.
+var headerPlan = &config.Plan{Root: &config.Node{Path: "config", Mode: config.ModeSingle}}
+
+func quote(s string) string {
+	if len(s) > 64 {
+		s = s[:64] + "…"
+	}
+	return `"` + s + `"`
+}
+
+// checkHooks compiles the checks of every target of the plan that has any, before anything is sent: DESIGN.md
+// validates a config whole, so an unknown check id on a target that would run only as a fallback is a 400 too,
+// not a failure that moves the fallback on. Compiled sets are cached, so this is a lookup per hooked target.
+func (e *Engine) checkHooks(st *state, plan *config.Plan) error {
+	if st.req.Key == nil {
+		return nil
+	}
+	for _, n := range plan.Hooked {
+		if _, err := e.hooks(st, n); err != nil {
+			return asGatewayError(err)
+		}
+	}
+	return nil
+}
