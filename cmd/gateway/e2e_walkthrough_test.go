@@ -124,7 +124,6 @@ func TestWalkthrough(t *testing.T) {
 			t.Fatalf("the mock provider did not start:\n%s", mockLog)
 		}
 	}
-	upstreamCalls := func() int { return strings.Count(mockLog.String(), "POST /v1/chat/completions") }
 
 	// Step 2: the README's bootstrap file, pointed at the mock's port; the gateway.
 	start := blockWith(t, blocks, "<<'JSON'", "go run ./cmd/gateway")
@@ -199,14 +198,32 @@ func TestWalkthrough(t *testing.T) {
 		{"passes", "status 200", 200, 1, `"content":"You said: What is the capital of France?"`},
 		{"denied", "status 446", 446, 0, `"type":"hooks_failed"`},
 	}
+	// mark sends a request with a model of its own through the gateway and returns how many calls the mock had
+	// logged before it. The mock logs a call before it answers, but its log reaches the test through a pipe,
+	// maybe after the answer: counting up to a marked line counts every call made before it.
+	mark := func(t *testing.T, name string) int {
+		t.Helper()
+		body := `{"model": "mark-` + name + `", "messages": [{"role": "user", "content": "mark"}]}`
+		if status, b := send("POST", "/v1/chat/completions", "application/json", []byte(body), "x-gateway-provider", "@mock"); status != 200 {
+			t.Fatalf("the request that marks the log: %d %s", status, b)
+		}
+		line := `model="mark-` + name + `"`
+		for deadline := time.Now().Add(20 * time.Second); !strings.Contains(mockLog.String(), line); time.Sleep(10 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("the mock never logged the marked request:\n%s", mockLog)
+			}
+		}
+		logged, _, _ := strings.Cut(mockLog.String(), line)
+		return strings.Count(logged, "POST /v1/chat/completions") - 1 // the marked call's own line starts before line
+	}
 	for i, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			before := upstreamCalls()
+			before := mark(t, tc.name+"-start")
 			status, b := send("POST", "/v1/chat/completions", "application/json", []byte(requests[i]), "x-gateway-config", "guarded")
 			if status != tc.code || !strings.Contains(string(b), tc.content) {
 				t.Fatalf("%d %s", status, b)
 			}
-			if got := upstreamCalls() - before; got != tc.calls {
+			if got := mark(t, tc.name+"-end") - before - 1; got != tc.calls {
 				t.Errorf("the provider was called %d times, want %d", got, tc.calls)
 			}
 			var answer struct {
