@@ -1,11 +1,13 @@
 // Package control is the gateway's control plane: the management operations on a workspace's API keys,
 // rate-limit policies, prompts, saved guardrails and plugins, with their validation, the serialisation of writes that read
 // before they write, and the invalidation of the caches a write makes stale. routes calls it for the admin
-// API (a handler decodes, calls one Plane method and encodes the result); the CLI reaches it through that API.
+// API (a handler decodes, calls one Plane method and encodes the result); runtime/bootstrap calls it to apply
+// the bootstrap file's entries of those resources (the Upsert operations); the CLI reaches it through the API.
 //
 // What a Plane owns, so that no caller can forget it:
-//   - validation: a body is checked with the bootstrap file's rules (runtime/bootstrap's parsers), so a record
-//     made over HTTP obeys the rules of one in a bootstrap file;
+//   - validation: a body is checked by the package that owns its shape (ratelimit.ParsePolicy,
+//     prompt.CheckTemplate, guardrails.ValidateSavedIn), whose rules the bootstrap file's entries follow too, so
+//     a record made over HTTP obeys the rules of one in a bootstrap file;
 //   - serialised writes: a policy or prompt write that checks an id is free or merges into the stored record
 //     holds the Plane's lock for that kind; reads never take it;
 //   - invalidation: saving or deleting a guardrail, and deleting a plugin (which also unloads it), drop the
@@ -16,10 +18,13 @@
 // param and message the admin API answers, and gwerr.Internal for the rest. Records are returned as
 // *storage values; the JSON views of them belong to routes.
 //
-// runtime/bootstrap cannot call a Plane: control imports bootstrap for its parsers. The bootstrap file writes
-// before the gateway serves, so its writes cannot interleave with the Plane's.
+// The admin API's operations make and change records as a request asks (a taken id is a 409, a new version gets
+// the next number); the Upsert operations apply a record as a file states it, idempotently: an equal record is
+// not written and reports changed false. runtime/bootstrap validates a whole file before its first write, then
+// calls them; it declares the interface of them it needs (bootstrap.Plane), which *Plane satisfies.
 //
-// control imports runtime/bootstrap, runtime/config, runtime/prompt, runtime/gwerr and storage (and may import
-// runtime and its other subpackages). It must not import fiber (nothing HTTP: no statuses but those gwerr carries, no headers, no request contexts), routes or cmd;
-// nothing but routes and cmd imports it. A *Plane is safe for concurrent use.
+// control imports runtime, runtime/config, runtime/prompt, runtime/ratelimit, runtime/jsoncheck, runtime/gwerr,
+// guardrails and storage (and may import runtime's other subpackages). It must not import fiber (nothing HTTP:
+// no statuses but those gwerr carries, no headers, no request contexts), routes, cmd or runtime/bootstrap (which
+// calls it); nothing but routes, runtime/bootstrap and cmd imports it. A *Plane is safe for concurrent use.
 package control

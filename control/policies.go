@@ -12,14 +12,16 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/llmgw/gateway/runtime/bootstrap"
 	"github.com/llmgw/gateway/runtime/config"
 	"github.com/llmgw/gateway/runtime/gwerr"
+	"github.com/llmgw/gateway/runtime/jsoncheck"
+	"github.com/llmgw/gateway/runtime/ratelimit"
 	"github.com/llmgw/gateway/storage"
 )
 
 // Rate-limit policies (SPEC.md's policy_rate_limits) of the caller's workspace. A body is checked by
-// bootstrap.ParsePolicyObject, so a policy made over HTTP obeys the rules of one in a bootstrap file.
+// ratelimit.ParsePolicy, whose rules the bootstrap file's entries follow too, so a policy made over HTTP obeys
+// the rules of one in a bootstrap file.
 //
 // Decisions SPEC.md leaves open:
 //   - A policy belongs to the workspace of the key that makes it. Bodies carry no "workspace" (400 if sent, so
@@ -297,14 +299,14 @@ func checkPolicyFields(caller Caller, fields map[string]json.RawMessage) error {
 	return nil
 }
 
-// parsePolicyBody validates a policy object with bootstrap's rules. The 400 names the first problem's field
+// parsePolicyBody validates a policy object with ratelimit's rules. The 400 names the first problem's field
 // in param and every problem in its message.
-func parsePolicyBody(body []byte) (bootstrap.Policy, error) {
-	pol, err := bootstrap.ParsePolicyObject(body)
+func parsePolicyBody(body []byte) (*storage.RateLimitPolicy, error) {
+	pol, err := ratelimit.ParsePolicy(body)
 	if err == nil {
 		return pol, nil
 	}
-	var pe *bootstrap.PolicyError
+	var pe *jsoncheck.Error
 	if errors.As(err, &pe) && len(pe.Problems) > 0 {
 		return pol, gwerr.BadRequest(pe.Problems[0].Path, "invalid rate-limit policy: %s", pe.Error())
 	}
@@ -312,7 +314,7 @@ func parsePolicyBody(body []byte) (bootstrap.Policy, error) {
 }
 
 // policyRecord is the stored form of a validated policy in workspace ws.
-func policyRecord(id string, ws *storage.Workspace, pol bootstrap.Policy) *storage.RateLimitPolicy {
+func policyRecord(id string, ws *storage.Workspace, pol *storage.RateLimitPolicy) *storage.RateLimitPolicy {
 	return &storage.RateLimitPolicy{ID: id, WorkspaceID: ws.ID, OrganisationID: ws.OrganisationID, Type: pol.Type,
 		Unit: pol.Unit, Value: pol.Value, Status: pol.Status, Name: pol.Name, Conditions: pol.Conditions, GroupBy: pol.GroupBy}
 }

@@ -12,15 +12,16 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/llmgw/gateway/runtime/bootstrap"
 	"github.com/llmgw/gateway/runtime/config"
 	"github.com/llmgw/gateway/runtime/gwerr"
+	"github.com/llmgw/gateway/runtime/jsoncheck"
 	"github.com/llmgw/gateway/runtime/prompt"
 	"github.com/llmgw/gateway/storage"
 )
 
 // Prompt templates of the caller's workspace, with their numbered versions. A template is checked by
-// bootstrap.ParsePromptTemplate, so that a template made over HTTP obeys the rules of one in a bootstrap file.
+// prompt.CheckTemplate, whose rules the bootstrap file's prompt versions follow too, so that a template made
+// over HTTP obeys the rules of one in a bootstrap file.
 //
 // Decisions SPEC.md leaves open:
 //   - Prompt IDs are unique within a workspace (DESIGN.md): creating one with an id the workspace has is 409;
@@ -215,14 +216,14 @@ func stringField(name string, raw json.RawMessage) (string, error) {
 	return s, nil
 }
 
-// promptTemplate checks a body's "template" with bootstrap's rules and returns it compacted, as it is
+// promptTemplate checks a body's "template" with prompt's rules and returns it compacted, as it is
 // stored. The 400 names the first problem's field as template.<path> and every problem in its message.
 func promptTemplate(raw json.RawMessage) (json.RawMessage, error) {
 	if !present(raw) {
 		return nil, gwerr.BadRequest("template", "template is required: an object with messages, such as {\"messages\": [{\"role\": \"user\", \"content\": \"Hi {{name}}\"}]}")
 	}
-	err := bootstrap.ParsePromptTemplate(raw)
-	var te *bootstrap.TemplateError
+	err := prompt.CheckTemplate(raw)
+	var te *jsoncheck.Error
 	if errors.As(err, &te) && len(te.Problems) > 0 {
 		parts := make([]string, len(te.Problems))
 		for i, pr := range te.Problems {

@@ -17,6 +17,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/llmgw/gateway/control"
 	"github.com/llmgw/gateway/guardrails"
 	"github.com/llmgw/gateway/plugins"
 	"github.com/llmgw/gateway/routes"
@@ -223,7 +224,10 @@ func applyBootstrap(ctx context.Context, store *storage.Store, wasm *plugins.Eng
 	if err != nil {
 		return err
 	}
-	res, err := bootstrap.ApplyWith(store, f, bootstrap.Options{LoadPlugin: func(workspaceID, id string, module []byte) error {
+	// The file is applied before the gateway serves, so this Plane's writes cannot interleave with the one
+	// routes builds over the same store.
+	plane := control.New(store, nil, control.Options{Plugins: wasm, Logger: log})
+	res, err := bootstrap.ApplyThrough(ctx, plane, store, f, bootstrap.Options{LoadPlugin: func(workspaceID, id string, module []byte) error {
 		return wasm.Load(ctx, workspaceID, id, module)
 	}})
 	var ve *bootstrap.ValidationError

@@ -1,11 +1,15 @@
 package bootstrap
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 
+	"github.com/llmgw/gateway/control"
 	"github.com/llmgw/gateway/runtime/gwerr"
 	"github.com/llmgw/gateway/storage"
 )
@@ -31,9 +35,26 @@ func (r *Result) count(changed bool) {
 // file nor the store has fails the whole file, naming the entry, except "default", which is created when
 // missing. So does a check of a guardrail or config that names a plugin neither the file (same workspace) nor
 // the store has. A write can still fail midway on an I/O error; applying the file again then completes it.
+//
+// The entries of the resources the control plane owns (API keys, rate-limit policies, prompts, saved guardrails
+// and plugins) are written through a control.Plane over st, without a wasm engine, that logs nothing;
+// ApplyThrough takes the gateway's.
 func Apply(st *storage.Store, f *File) (Result, error) {
 	return ApplyWith(st, f, Options{})
 }
+
+// Plane is what Apply needs of the control plane (*control.Plane): the operations that apply one record of
+// the resources it owns, with its validation, write serialisation and cache invalidation. Each reports
+// whether it wrote. The caller's WorkspaceID is the entry's workspace, stored by then.
+type Plane interface {
+	UpsertAPIKey(ctx context.Context, caller control.Caller, secret, name string, admin bool) (bool, error)
+	UpsertPolicy(ctx context.Context, caller control.Caller, pol *storage.RateLimitPolicy) (bool, error)
+	UpsertPrompt(ctx context.Context, caller control.Caller, id, name string, versions []storage.PromptVersion) (bool, error)
+	UpsertGuardrail(ctx context.Context, caller control.Caller, id string, obj json.RawMessage) (bool, error)
+	UpsertPlugin(ctx context.Context, caller control.Caller, id string, wasm []byte) (bool, error)
+}
+
+var _ Plane = (*control.Plane)(nil)
 
 // Options change what ApplyWith does.
 type Options struct {
@@ -48,6 +69,15 @@ type Options struct {
 // ApplyWith is Apply with options: with Options.LoadPlugin, plugin modules are loaded before anything is
 // written, like workspace references are resolved.
 func ApplyWith(st *storage.Store, f *File, opts Options) (Result, error) {
+	// Apply runs before the gateway serves and has no request to take a context from.
+	plane := control.New(st, nil, control.Options{Logger: slog.New(slog.DiscardHandler)})
+	return ApplyThrough(context.Background(), plane, st, f, opts)
+}
+
+// ApplyThrough is ApplyWith writing the control plane's resources through plane, which must be over st (cmd
+// passes the gateway's, with its wasm engine). Workspaces, providers and configs, which no plane owns yet, are
+// written to st. Everything is validated before the first write, plane or not.
+func ApplyThrough(ctx context.Context, plane Plane, st *storage.Store, f *File, opts Options) (Result, error) {
 	var res Result
 	p := &problems{}
 	plan, err := planWorkspaces(st, f, p)
@@ -65,7 +95,7 @@ func ApplyWith(st *storage.Store, f *File, opts Options) (Result, error) {
 			return w
 		}
 		if !errors.Is(err, storage.ErrNotFound) {
-			p.add(path+".workspace", "%v", err)
+			p.Add(path+".workspace", "%v", err)
 			return nil
 		}
 		if ref == storage.DefaultWorkspaceSlug {
@@ -74,7 +104,7 @@ func ApplyWith(st *storage.Store, f *File, opts Options) (Result, error) {
 			plan.writes = append(plan.writes, w)
 			return w
 		}
-		p.add(path+".workspace", "no workspace %q: define it under \"workspaces\" or create it first", ref)
+		p.Add(path+".workspace", "no workspace %q: define it under \"workspaces\" or create it first", ref)
 		return nil
 	}
 	// Resolve every reference before the first write.
@@ -90,7 +120,7 @@ func ApplyWith(st *storage.Store, f *File, opts Options) (Result, error) {
 		}
 		k := what + "\x00" + w.ID + "\x00" + id
 		if first, ok := seen[k]; ok {
-			p.add(path+"."+field, "duplicate %s in workspace %s: %s already defines it", what, w.Slug, first)
+			p.Add(path+"."+field, "duplicate %s in workspace %s: %s already defines it", what, w.Slug, first)
 			return
 		}
 		seen[k] = path + "." + field
@@ -124,15 +154,15 @@ func ApplyWith(st *storage.Store, f *File, opts Options) (Result, error) {
 	if err := checkPlugins(st, f, refs, p); err != nil {
 		return res, err
 	}
-	if len(p.list) > 0 {
-		return res, &ValidationError{Problems: p.list}
+	if len(p.List) > 0 {
+		return res, &ValidationError{Problems: p.List}
 	}
 	if opts.LoadPlugin != nil {
 		for _, x := range f.Plugins {
 			loadPlugin(st, refs[x.Path], x, opts.LoadPlugin, p)
 		}
-		if len(p.list) > 0 {
-			return res, &ValidationError{Problems: p.list}
+		if len(p.List) > 0 {
+			return res, &ValidationError{Problems: p.List}
 		}
 	}
 
@@ -146,8 +176,11 @@ func ApplyWith(st *storage.Store, f *File, opts Options) (Result, error) {
 		}
 		res.count(changed)
 	}
+	caller := func(path string) control.Caller {
+		return control.Caller{WorkspaceID: refs[path].ID, KeyID: "bootstrap"}
+	}
 	for _, x := range f.APIKeys {
-		_, changed, err := st.APIKeys.Put(x.Key, &storage.APIKey{WorkspaceID: refs[x.Path].ID, Name: x.Name, Admin: x.Admin})
+		changed, err := plane.UpsertAPIKey(ctx, caller(x.Path), x.Key, x.Name, x.Admin)
 		if err != nil {
 			return fail(x.Path, err)
 		}
@@ -170,38 +203,30 @@ func ApplyWith(st *storage.Store, f *File, opts Options) (Result, error) {
 		res.count(changed)
 	}
 	for _, x := range f.Prompts {
-		w := refs[x.Path]
-		versions, err := mergePromptVersions(st, w.ID, x)
-		if err != nil {
-			return fail(x.Path, err)
-		}
-		changed, err := st.Prompts.Put(w.ID, x.ID, &storage.Prompt{ID: x.ID, WorkspaceID: w.ID, Name: x.Name, Versions: versions})
+		changed, err := plane.UpsertPrompt(ctx, caller(x.Path), x.ID, x.Name, x.Versions)
 		if err != nil {
 			return fail(x.Path, err)
 		}
 		res.count(changed)
 	}
 	for _, x := range f.RateLimitPolicies {
-		w := refs[x.Path]
-		changed, err := st.Policies.Put(w.ID, x.ID, &storage.RateLimitPolicy{ID: x.ID, WorkspaceID: w.ID,
-			OrganisationID: w.OrganisationID, Type: x.Type, Unit: x.Unit, Value: x.Value, Status: x.Status, Name: x.Name,
-			Conditions: x.Conditions, GroupBy: x.GroupBy})
+		changed, err := plane.UpsertPolicy(ctx, caller(x.Path), &storage.RateLimitPolicy{ID: x.ID, Type: x.Type, Unit: x.Unit,
+			Value: x.Value, Status: x.Status, Name: x.Name, Conditions: x.Conditions, GroupBy: x.GroupBy})
+		if err != nil {
+			return fail(x.Path, err)
+		}
+		res.count(changed)
+	}
+	// Plugins before guardrails: a saved guardrail's plugin checks need their plugin stored.
+	for _, x := range f.Plugins {
+		changed, err := plane.UpsertPlugin(ctx, caller(x.Path), x.ID, x.Wasm)
 		if err != nil {
 			return fail(x.Path, err)
 		}
 		res.count(changed)
 	}
 	for _, x := range f.Guardrails {
-		w := refs[x.Path]
-		changed, err := st.Guardrails.Put(w.ID, x.ID, &storage.Guardrail{ID: x.ID, WorkspaceID: w.ID, Guardrail: x.Object})
-		if err != nil {
-			return fail(x.Path, err)
-		}
-		res.count(changed)
-	}
-	for _, x := range f.Plugins {
-		w := refs[x.Path]
-		_, changed, err := st.Plugins.Put(w.ID, x.ID, x.Wasm)
+		changed, err := plane.UpsertGuardrail(ctx, caller(x.Path), x.ID, x.Object)
 		if err != nil {
 			return fail(x.Path, err)
 		}
@@ -226,7 +251,7 @@ func loadPlugin(st *storage.Store, w *storage.Workspace, x Plugin, load func(wor
 	if errors.As(err, &ge) {
 		msg = ge.Message
 	}
-	p.add(x.Path+".wasm", "%s does not load: %s", x.File, msg)
+	p.Add(x.Path+".wasm", "%s does not load: %s", x.File, msg)
 }
 
 type workspacePlan struct {
@@ -244,7 +269,7 @@ func planWorkspaces(st *storage.Store, f *File, p *problems) (*workspacePlan, er
 		switch {
 		case err == nil:
 			if w.ID != "" && w.ID != existing.ID {
-				p.add(x.Path+".id", "slug %q already belongs to workspace %s; a workspace's ID cannot change", x.Slug, existing.ID)
+				p.Add(x.Path+".id", "slug %q already belongs to workspace %s; a workspace's ID cannot change", x.Slug, existing.ID)
 				continue
 			}
 			w.ID = existing.ID
@@ -265,39 +290,8 @@ func planWorkspaces(st *storage.Store, f *File, p *problems) (*workspacePlan, er
 		plan.bySlugOrID[w.ID] = w
 		plan.writes = append(plan.writes, w)
 	}
-	if len(p.list) > 0 {
-		return nil, &ValidationError{Problems: p.list}
+	if len(p.List) > 0 {
+		return nil, &ValidationError{Problems: p.List}
 	}
 	return plan, nil
-}
-
-// mergePromptVersions keeps the versions a prompt gained after the file was written (over HTTP): the file's
-// versions are 1 to n, stored versions above n stay, and when one of those is published it stays published.
-// Applying the file again must not throw away versions that users made since.
-func mergePromptVersions(st *storage.Store, workspaceID string, x Prompt) ([]storage.PromptVersion, error) {
-	stored, err := st.Prompts.Get(workspaceID, x.ID)
-	if errors.Is(err, storage.ErrNotFound) {
-		return x.Versions, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	var extra []storage.PromptVersion
-	for _, v := range stored.Versions {
-		if v.Version > len(x.Versions) {
-			extra = append(extra, v)
-		}
-	}
-	if len(extra) == 0 {
-		return x.Versions, nil
-	}
-	versions := append([]storage.PromptVersion(nil), x.Versions...)
-	for _, v := range extra {
-		if v.Published {
-			for i := range versions {
-				versions[i].Published = false
-			}
-		}
-	}
-	return append(versions, extra...), nil
 }

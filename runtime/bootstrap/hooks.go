@@ -85,7 +85,7 @@ func checkPlugins(st *storage.Store, f *File, refs map[string]*storage.Workspace
 		if errors.Is(err, guardrails.ErrNoPlugin) {
 			msg = strings.Replace(msg, "in this workspace", "in workspace "+w.Slug, 1) + `: define it under "plugins" or upload it first`
 		}
-		p.add(path, "%s", msg)
+		p.Add(path, "%s", msg)
 		return nil
 	}
 	for _, x := range f.Guardrails {

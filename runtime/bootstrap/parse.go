@@ -162,7 +162,7 @@ func Parse(data []byte, baseDir string) (*File, error) {
 		if path == "" {
 			path = `""`
 		}
-		p.add(path, "unknown section (known: %s)", strings.Join(sections, ", "))
+		p.Add(path, "unknown section (known: %s)", strings.Join(sections, ", "))
 	}
 	each := func(section string, fn func(o *object)) {
 		raw, ok := top[section]
@@ -171,7 +171,7 @@ func Parse(data []byte, baseDir string) (*File, error) {
 		}
 		var items []json.RawMessage
 		if kind(raw) != "array" || json.Unmarshal(raw, &items) != nil {
-			p.add(section, "must be an array, not %s", kind(raw))
+			p.Add(section, "must be an array, not %s", kind(raw))
 			return
 		}
 		for i, item := range items {
@@ -189,8 +189,8 @@ func Parse(data []byte, baseDir string) (*File, error) {
 	each("guardrails", func(o *object) { f.Guardrails = append(f.Guardrails, parseGuardrail(o)) })
 	each("plugins", func(o *object) { f.Plugins = append(f.Plugins, parsePlugin(o, baseDir)) })
 	checkDuplicates(p, f)
-	if len(p.list) > 0 {
-		return nil, &ValidationError{Problems: p.list}
+	if len(p.List) > 0 {
+		return nil, &ValidationError{Problems: p.List}
 	}
 	return f, nil
 }
@@ -205,71 +205,71 @@ func contains(list []string, s string) bool {
 }
 
 // id reads an identifier field (required) and checks its form.
-func (o *object) id(name string) string {
-	s := o.str(name, true)
+func readID(o *object, name string) string {
+	s := o.Str(name, true)
 	if s != "" && !storage.ValidID(s) {
-		o.p.add(o.at(name), "%q is not a valid identifier (1-128 characters: letters, digits, '.', '_', ':' or '-', starting with a letter or digit)", s)
+		o.P.Add(o.At(name), "%q is not a valid identifier (1-128 characters: letters, digits, '.', '_', ':' or '-', starting with a letter or digit)", s)
 	}
 	return s
 }
 
-func (o *object) uuid(name string, required bool) string {
-	s := o.str(name, required)
+func readUUID(o *object, name string, required bool) string {
+	s := o.Str(name, required)
 	if s != "" {
 		if _, err := uuid.Parse(s); err != nil || len(s) != 36 {
-			o.p.add(o.at(name), "%q is not a UUID", s)
+			o.P.Add(o.At(name), "%q is not a UUID", s)
 		}
 	}
 	return s
 }
 
 // workspaceRef reads the optional "workspace" field: a workspace ID or slug, "default" when absent.
-func (o *object) workspaceRef() string {
-	s := o.str("workspace", false)
+func workspaceRef(o *object) string {
+	s := o.Str("workspace", false)
 	if s == "" {
 		return storage.DefaultWorkspaceSlug
 	}
 	if !storage.ValidID(s) {
-		o.p.add(o.at("workspace"), "%q is not a workspace ID or slug", s)
+		o.P.Add(o.At("workspace"), "%q is not a workspace ID or slug", s)
 	}
 	return s
 }
 
 func parseWorkspace(o *object) Workspace {
-	w := Workspace{Path: o.path, ID: o.uuid("id", false), Slug: o.id("slug"), OrganisationID: o.uuid("organisation_id", false),
-		Name: o.str("name", false)}
-	if raw := o.rawObject("semantic_cache", false); raw != nil {
-		sc := newObject(o.p, o.at("semantic_cache"), raw)
+	w := Workspace{Path: o.Path, ID: readUUID(o, "id", false), Slug: readID(o, "slug"), OrganisationID: readUUID(o, "organisation_id", false),
+		Name: o.Str("name", false)}
+	if raw := o.RawObject("semantic_cache", false); raw != nil {
+		sc := newObject(o.P, o.At("semantic_cache"), raw)
 		if sc != nil {
-			s := &storage.SemanticCacheSettings{EmbeddingProvider: sc.str("embedding_provider", false),
-				EmbeddingModel: sc.str("embedding_model", false)}
+			s := &storage.SemanticCacheSettings{EmbeddingProvider: sc.Str("embedding_provider", false),
+				EmbeddingModel: sc.Str("embedding_model", false)}
 			if p := s.EmbeddingProvider; p != "" && !storage.ValidID(strings.TrimPrefix(p, "@")) {
-				sc.p.add(sc.at("embedding_provider"), "must name a stored provider as \"@slug\", not %q", p)
+				sc.P.Add(sc.At("embedding_provider"), "must name a stored provider as \"@slug\", not %q", p)
 			}
-			if v, ok := sc.number("threshold", false); ok {
+			if v, ok := sc.Number("threshold", false); ok {
 				if v <= 0 || v > 1 {
-					sc.p.add(sc.at("threshold"), "must be greater than 0 and at most 1 (a cosine similarity)")
+					sc.P.Add(sc.At("threshold"), "must be greater than 0 and at most 1 (a cosine similarity)")
 				}
 				s.Threshold = v
 			}
-			sc.finish()
+			sc.Finish()
 			w.SemanticCache = s
 		}
 	}
-	o.finish()
+	o.Finish()
 	return w
 }
 
 func parseAPIKey(o *object) APIKey {
-	k := APIKey{Path: o.path, Key: o.str("key", true), Workspace: o.workspaceRef(), Admin: o.boolean("admin"), Name: o.str("name", false)}
+	k := APIKey{Path: o.Path, Key: o.Str("key", true), Workspace: workspaceRef(o), Admin: o.Bool("admin"), Name: o.Str("name", false)}
 	switch {
 	case k.Key == "":
 	case len(k.Key) < storage.MinAPIKeyLength || len(k.Key) > 512:
-		o.p.add(o.at("key"), "must be %d to 512 characters long", storage.MinAPIKeyLength)
+		o.P.Add(o.At("key"), "must be %d to 512 characters long", storage.MinAPIKeyLength)
 	case strings.IndexFunc(k.Key, func(r rune) bool { return r <= ' ' || r > '~' }) >= 0:
-		o.p.add(o.at("key"), "must be printable ASCII without spaces (it travels in an HTTP header)")
+		o.P.Add(o.At("key"), "must be printable ASCII without spaces (it travels in an HTTP header)")
 	}
-	o.finish()
+	o.Finish()
 	return k
 }
 
@@ -277,21 +277,21 @@ func parseAPIKey(o *object) APIKey {
 // each checked as its adapter declares (the checks a config's fields get). Any provider's fields are accepted,
 // as in a config; which ones stand in for api_key is the named provider's own knowledge.
 func parseProvider(o *object) Provider {
-	pr := Provider{Path: o.path, Slug: o.id("slug"), Workspace: o.workspaceRef(), Name: o.str("name", false),
+	pr := Provider{Path: o.Path, Slug: readID(o, "slug"), Workspace: workspaceRef(o), Name: o.Str("name", false),
 		Fields: map[string]json.RawMessage{}}
 	var d *providers.Descriptor
-	if name := o.str("provider", true); name != "" {
+	if name := o.Str("provider", true); name != "" {
 		id, ok := providers.Canonical(name)
 		if !ok {
-			o.p.add(o.at("provider"), "unknown provider %q (known: %s)", name, strings.Join(providers.Identifiers(), ", "))
+			o.P.Add(o.At("provider"), "unknown provider %q (known: %s)", name, strings.Join(providers.Identifiers(), ", "))
 		}
 		pr.Provider = id
 		d, _ = providers.Describe(id)
 	}
 	// The adapters' checks read the entry as a config object at the top level; compileProblem puts their
 	// paths under the entry's.
-	entry := jsonfield.ObjectOf(o.fields, "")
-	for _, name := range o.unread() {
+	entry := jsonfield.ObjectOf(o.Fields, "")
+	for _, name := range o.Unread() {
 		want, f := "string", providers.Field{}
 		if name != "api_key" && name != "custom_host" {
 			var ok bool
@@ -300,18 +300,18 @@ func parseProvider(o *object) Provider {
 			}
 			want = f.Kind.String()
 		}
-		raw := o.get(name)
+		raw := o.Get(name)
 		if raw == nil {
 			continue
 		}
 		if kind(raw) != want {
-			o.p.add(o.at(name), "must be %s %s, not %s", article(want), want, kind(raw))
+			o.P.Add(o.At(name), "must be %s %s, not %s", article(want), want, kind(raw))
 			continue
 		}
 		if f.Name != "" {
 			if err := f.Validate(entry); err != nil {
-				path, msg := compileProblem(o.path, err)
-				o.p.add(path, "%s", msg)
+				path, msg := compileProblem(o.Path, err)
+				o.P.Add(path, "%s", msg)
 				continue
 			}
 		}
@@ -321,20 +321,20 @@ func parseProvider(o *object) Provider {
 		var host string
 		_ = json.Unmarshal(raw, &host)
 		if u, err := url.Parse(host); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			o.p.add(o.at("custom_host"), "%q must be an http or https URL", netguard.RedactURL(host))
+			o.P.Add(o.At("custom_host"), "%q must be an http or https URL", netguard.RedactURL(host))
 		}
 	}
-	if _, given := o.fields["api_key"]; !given && d != nil && !d.Keyless {
+	if _, given := o.Fields["api_key"]; !given && d != nil && !d.Keyless {
 		_, found := pr.Fields["custom_host"]
 		for _, f := range d.Credentials {
 			_, has := pr.Fields[f]
 			found = found || has
 		}
 		if !found {
-			o.p.add(o.at("api_key"), "is required for provider %q (or give custom_host, or the provider's cloud credentials)", pr.Provider)
+			o.P.Add(o.At("api_key"), "is required for provider %q (or give custom_host, or the provider's cloud credentials)", pr.Provider)
 		}
 	}
-	o.finish()
+	o.Finish()
 	return pr
 }
 
@@ -349,242 +349,57 @@ func article(kind string) string {
 // and guardrails' check ids and parameters included, so that a config that would be refused at request time is
 // refused at start instead. Whether the plugins its checks name exist is checked by Apply (checkPlugins).
 func parseConfig(o *object) Config {
-	c := Config{Path: o.path, ID: o.id("id"), Workspace: o.workspaceRef(), Config: o.rawObject("config", true)}
-	o.finish()
+	c := Config{Path: o.Path, ID: readID(o, "id"), Workspace: workspaceRef(o), Config: o.RawObject("config", true)}
+	o.Finish()
 	// An empty object is let through, as DESIGN.md's example file has one: it is stored, and a request that
 	// names it gets the validation error then.
 	if c.Config != nil && !bytes.Equal(bytes.Join(bytes.Fields(c.Config), nil), []byte("{}")) {
 		if _, err := config.Parse(c.Config); err != nil {
-			path, msg := compileProblem(o.at("config"), err)
-			o.p.add(path, "%s", msg)
+			path, msg := compileProblem(o.At("config"), err)
+			o.P.Add(path, "%s", msg)
 		}
 	}
 	return c
 }
 
 func parsePrompt(o *object) Prompt {
-	pr := Prompt{Path: o.path, ID: o.id("id"), Workspace: o.workspaceRef(), Name: o.str("name", false)}
-	versions := o.array("versions", true)
+	pr := Prompt{Path: o.Path, ID: readID(o, "id"), Workspace: workspaceRef(o), Name: o.Str("name", false)}
+	versions := o.Array("versions", true)
 	if versions != nil && len(versions) == 0 {
-		o.p.add(o.at("versions"), "must hold at least one version")
+		o.P.Add(o.At("versions"), "must hold at least one version")
 	}
 	published := 0
 	for i, raw := range versions {
-		v := newObject(o.p, fmt.Sprintf("%s[%d]", o.at("versions"), i), raw)
+		v := newObject(o.P, fmt.Sprintf("%s[%d]", o.At("versions"), i), raw)
 		if v == nil {
 			continue
 		}
-		pv := storage.PromptVersion{Version: i + 1, Published: v.boolean("published")}
+		pv := storage.PromptVersion{Version: i + 1, Published: v.Bool("published")}
 		if pv.Published {
 			published++
 		}
-		if t := v.sub("template", true); t != nil {
-			pv.Template = v.get("template")
-			checkTemplate(t)
+		if t := v.Sub("template", true); t != nil {
+			pv.Template = v.Get("template")
+			prompt.ReadTemplate(t)
 		}
-		v.finish()
+		v.Finish()
 		pr.Versions = append(pr.Versions, pv)
 	}
 	if published > 1 {
-		o.p.add(o.at("versions"), "at most one version may be published, found %d", published)
+		o.P.Add(o.At("versions"), "at most one version may be published, found %d", published)
 	}
-	o.finish()
+	o.Finish()
 	return pr
 }
 
-// checkTemplate checks the parts of a prompt template that have a fixed shape; its other keys are chat
-// hyperparameters, passed on as they are.
-func checkTemplate(t *object) {
-	before := len(t.p.list)
-	defer func() {
-		if len(t.p.list) > before {
-			return
-		}
-		// The shape is right: the Mustache of the contents must parse too, or the template fails at render time.
-		raw, _ := json.Marshal(t.fields)
-		if _, err := prompt.Compile(raw); err != nil {
-			var pe *prompt.Error
-			if errors.As(err, &pe) && pe.Field != "" {
-				t.p.add(t.at(pe.Field), "%s", pe.Message)
-			} else {
-				t.p.add(t.path, "%v", err)
-			}
-		}
-	}()
-	msgs := t.array("messages", true)
-	if msgs != nil && len(msgs) == 0 {
-		t.p.add(t.at("messages"), "must hold at least one message")
-	}
-	for i, raw := range msgs {
-		m := newObject(t.p, fmt.Sprintf("%s[%d]", t.at("messages"), i), raw)
-		if m == nil {
-			continue
-		}
-		m.str("role", true)
-		if c := m.get("content"); c == nil {
-			m.p.add(m.at("content"), "is required")
-		} else if k := kind(c); k != "string" && k != "array" {
-			m.p.add(m.at("content"), "must be a string or an array of parts, not %s", k)
-		}
-		m.str("name", false)
-		for _, name := range m.unread() {
-			m.get(name) // tool_calls, tool_call_id and other message fields pass as they are
-		}
-	}
-	t.str("model", false)
-	// provider ("@slug" or a provider id), virtual_key (a stored provider's slug) and config (a saved config's
-	// ID) each say where the rendered prompt goes: a template names at most one of them.
-	first := ""
-	for _, name := range templateTargets {
-		given := t.has(name)
-		t.str(name, false)
-		switch {
-		case !given:
-		case first == "":
-			first = name
-		default:
-			t.p.add(t.at(name), "cannot be set together with %s: a template names at most one of %s", first,
-				strings.Join(templateTargets, ", "))
-		}
-	}
-}
-
-// templateTargets are the template fields that say where its prompt goes, in the order they are checked.
-var templateTargets = []string{"provider", "virtual_key", "config"}
-
-// ParsePromptTemplate validates one prompt template object given alone, such as in the body of an HTTP
-// request, with the rules of a template in a bootstrap file's prompt versions, so that both ways of making a
-// prompt accept the same templates. A *TemplateError lists every problem, each at the field's JSON path within
-// the template ("messages", "messages[0].content"; "" for the template itself).
-func ParsePromptTemplate(raw []byte) error {
-	p := &problems{}
-	// The root path is empty, so that paths come out as ".messages[0].content": trimmed below.
-	if t := newObject(p, "", raw); t != nil {
-		checkTemplate(t)
-	}
-	if len(p.list) == 0 {
-		return nil
-	}
-	for i := range p.list {
-		p.list[i].Path = strings.TrimPrefix(p.list[i].Path, ".")
-	}
-	return &TemplateError{Problems: p.list}
-}
-
-// TemplateError lists the problems ParsePromptTemplate found, in the order the fields are checked; its text
-// joins them as "path: message; ...".
-type TemplateError struct {
-	Problems []Problem
-}
-
-func (e *TemplateError) Error() string { return joinProblems(e.Problems) }
-
-func (o *object) oneOf(name string, allowed []string, def string) string {
-	s := o.str(name, def == "")
-	if s == "" {
-		return def
-	}
-	if !contains(allowed, s) {
-		o.p.add(o.at(name), "must be one of %s, not %q", strings.Join(allowed, ", "), s)
-	}
-	return s
-}
-
-// parsePolicy reads an entry of "rate_limit_policies": a policy object with a required id and a "workspace".
-func parsePolicy(o *object) Policy { return readPolicy(o, true) }
-
-// ParsePolicyObject validates one rate-limit policy object given alone, such as the body of an HTTP request,
-// with the rules of a bootstrap file's "rate_limit_policies" entries, so that both ways of making a policy
-// accept the same policies. Two differences: "id" is optional (the caller makes one when it is absent), and
-// there is no "workspace" field (it is an unknown field here): the caller decides the workspace. Path and
-// Workspace of the result are empty. A *PolicyError lists every problem, each at the field's JSON path within
-// the object ("value", "conditions[0].key"; "" for the object itself).
-func ParsePolicyObject(raw []byte) (Policy, error) {
-	p := &problems{}
-	var pol Policy
-	// The root path is empty, so that paths come out as ".value" and ".conditions[0].key": trimmed below.
-	if o := newObject(p, "", raw); o != nil {
-		pol = readPolicy(o, false)
-	}
-	if len(p.list) > 0 {
-		for i := range p.list {
-			p.list[i].Path = strings.TrimPrefix(p.list[i].Path, ".")
-		}
-		return Policy{}, &PolicyError{Problems: p.list}
-	}
-	return pol, nil
-}
-
-// PolicyError lists the problems ParsePolicyObject found, in the order the fields are checked (unknown fields
-// last); its text joins them as "path: message; ...".
-type PolicyError struct {
-	Problems []Problem
-}
-
-func (e *PolicyError) Error() string { return joinProblems(e.Problems) }
-
-// joinProblems joins problems of one object as "path: message; ...", a problem of the object itself (path "")
-// as its message alone.
-func joinProblems(list []Problem) string {
-	parts := make([]string, len(list))
-	for i, pr := range list {
-		parts[i] = pr.Message
-		if pr.Path != "" {
-			parts[i] = pr.Path + ": " + pr.Message
-		}
-	}
-	return strings.Join(parts, "; ")
-}
-
-// readPolicy reads a policy object. In a bootstrap file (inFile) the id is required and "workspace" names the
-// policy's workspace; alone (ParsePolicyObject) the id is optional and "workspace" is not a field.
-func readPolicy(o *object, inFile bool) Policy {
-	pol := Policy{Path: o.path, ID: o.uuid("id", inFile)}
-	if inFile {
-		pol.Workspace = o.workspaceRef()
-	}
-	pol.Type, pol.Unit = o.oneOf("type", ratelimit.Types, ""), o.oneOf("unit", ratelimit.Units, "")
-	pol.Status = o.oneOf("status", ratelimit.Statuses, "active")
-	pol.Conditions, pol.GroupBy = []storage.PolicyMatch{}, []storage.PolicyGroup{}
-	if v, ok := o.number("value", true); ok {
-		if v <= 0 {
-			o.p.add(o.at("value"), "must be greater than 0")
-		}
-		pol.Value = v
-	}
-	if o.has("name") {
-		n := o.str("name", false)
-		pol.Name = &n
-	}
-	for i, raw := range o.array("conditions", false) {
-		c := newObject(o.p, fmt.Sprintf("%s[%d]", o.at("conditions"), i), raw)
-		if c == nil {
-			continue
-		}
-		m := storage.PolicyMatch{Key: c.str("key", true), Value: c.str("value", true)}
-		if m.Key != "" {
-			if err := ratelimit.CheckKey(m.Key); err != nil {
-				c.p.add(c.at("key"), "%v", err)
-			}
-		}
-		c.finish()
-		pol.Conditions = append(pol.Conditions, m)
-	}
-	for i, raw := range o.array("group_by", false) {
-		g := newObject(o.p, fmt.Sprintf("%s[%d]", o.at("group_by"), i), raw)
-		if g == nil {
-			continue
-		}
-		k := storage.PolicyGroup{Key: g.str("key", true)}
-		if k.Key != "" {
-			if err := ratelimit.CheckKey(k.Key); err != nil {
-				g.p.add(g.at("key"), "%v", err)
-			}
-		}
-		g.finish()
-		pol.GroupBy = append(pol.GroupBy, k)
-	}
-	o.finish()
+// parsePolicy reads an entry of "rate_limit_policies": a policy object (runtime/ratelimit's rules, as
+// POST /v1/policies/rate-limits checks them) with a required id and a "workspace".
+func parsePolicy(o *object) Policy {
+	pol := Policy{Path: o.Path, ID: ratelimit.ReadPolicyID(o, true), Workspace: workspaceRef(o)}
+	r := ratelimit.ReadPolicy(o)
+	o.Finish()
+	pol.Type, pol.Unit, pol.Value, pol.Status, pol.Name = r.Type, r.Unit, r.Value, r.Status, r.Name
+	pol.Conditions, pol.GroupBy = r.Conditions, r.GroupBy
 	return pol
 }
 
@@ -593,32 +408,32 @@ func readPolicy(o *object, inFile bool) Policy {
 // ("<plugin>.<check>") are accepted here; Apply checks that their plugins exist, in the file or the store
 // (checkPlugins).
 func parseGuardrail(o *object) Guardrail {
-	g := Guardrail{Path: o.path, ID: o.id("id"), Workspace: o.workspaceRef()}
-	obj := make(map[string]json.RawMessage, len(o.fields))
-	for name, raw := range o.fields {
+	g := Guardrail{Path: o.Path, ID: readID(o, "id"), Workspace: workspaceRef(o)}
+	obj := make(map[string]json.RawMessage, len(o.Fields))
+	for name, raw := range o.Fields {
 		if name != "id" && name != "workspace" {
 			obj[name] = raw
 		}
 	}
 	g.Object, _ = json.Marshal(obj)
 	if err := guardrails.ValidateSaved(g.Object); err != nil {
-		path, msg := compileProblem(o.path, err)
-		if path == o.path {
+		path, msg := compileProblem(o.Path, err)
+		if path == o.Path {
 			msg = fmt.Sprintf("guardrail %q %s", g.ID, msg) // the entry's own problem: say which guardrail
 		}
-		o.p.add(path, "%s", msg)
+		o.P.Add(path, "%s", msg)
 	}
 	return g
 }
 
 func parsePlugin(o *object, baseDir string) Plugin {
-	pl := Plugin{Path: o.path, ID: o.id("id"), Workspace: o.workspaceRef()}
-	file := o.str("wasm", true)
-	o.finish()
+	pl := Plugin{Path: o.Path, ID: readID(o, "id"), Workspace: workspaceRef(o)}
+	file := o.Str("wasm", true)
+	o.Finish()
 	if file == "" {
 		return pl
 	}
-	pl.File, pl.Wasm = readWasm(o.p, o.at("wasm"), file, baseDir)
+	pl.File, pl.Wasm = readWasm(o.P, o.At("wasm"), file, baseDir)
 	return pl
 }
 
@@ -636,29 +451,29 @@ func readWasm(p *problems, path, file, baseDir string) (string, []byte) {
 			continue
 		}
 		if err != nil {
-			p.add(path, "%v", err)
+			p.Add(path, "%v", err)
 			return c, nil
 		}
 		if !info.Mode().IsRegular() {
-			p.add(path, "%s is not a regular file", c)
+			p.Add(path, "%s is not a regular file", c)
 			return c, nil
 		}
 		if info.Size() > MaxPluginSize {
-			p.add(path, "%s is %d bytes, more than the limit of %d", c, info.Size(), MaxPluginSize)
+			p.Add(path, "%s is %d bytes, more than the limit of %d", c, info.Size(), MaxPluginSize)
 			return c, nil
 		}
 		data, err := os.ReadFile(c)
 		if err != nil {
-			p.add(path, "%v", err)
+			p.Add(path, "%v", err)
 			return c, nil
 		}
 		if !bytes.HasPrefix(data, wasmMagic) {
-			p.add(path, "%s is not a WebAssembly module (no \\0asm version 1 header)", c)
+			p.Add(path, "%s is not a WebAssembly module (no \\0asm version 1 header)", c)
 			return c, nil
 		}
 		return c, data
 	}
-	p.add(path, "file %q not found (looked in %s)", file, strings.Join(candidates, " and "))
+	p.Add(path, "file %q not found (looked in %s)", file, strings.Join(candidates, " and "))
 	return "", nil
 }
 
@@ -667,7 +482,7 @@ func checkDuplicates(p *problems, f *File) {
 	seen := map[string]string{}
 	dup := func(path, what, k string) {
 		if first, ok := seen[what+"\x00"+k]; ok {
-			p.add(path, "duplicate %s: %s already defines it", what, first)
+			p.Add(path, "duplicate %s: %s already defines it", what, first)
 			return
 		}
 		seen[what+"\x00"+k] = path

@@ -47,7 +47,7 @@ func TestApplyLoadsPluginsFirst(t *testing.T) {
 	if _, ok := findProblem(ve.Problems, "plugins[0].wasm", "does not load", "does not initialise"); !ok {
 		t.Fatalf("problems: %s", dumpProblems(ve.Problems))
 	}
-	if strings.Contains(ve.Error(), "400") {
+	if strings.Contains(ve.Error(), "400 invalid_request") {
 		t.Errorf("the problem carries the engine's status: %s", ve.Error())
 	}
 	if stored, err := st.Plugins.Wasm(ws.ID, "pii"); err != nil || !bytes.Equal(stored, good) {
