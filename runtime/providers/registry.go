@@ -2,6 +2,8 @@ package providers
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"sync"
 )
@@ -102,25 +104,15 @@ func DefaultBaseURL(id string) string {
 // Identifiers lists the known identifiers and aliases in order, for error messages.
 func Identifiers() []string {
 	registryMu.RLock()
-	out := make([]string, 0, len(names))
-	for name := range names {
-		out = append(out, name)
-	}
-	registryMu.RUnlock()
-	sort.Strings(out)
-	return out
+	defer registryMu.RUnlock()
+	return slices.Sorted(maps.Keys(names))
 }
 
 // Registered lists the canonical identifiers in order.
 func Registered() []string {
 	registryMu.RLock()
-	out := make([]string, 0, len(descriptors))
-	for id := range descriptors {
-		out = append(out, id)
-	}
-	registryMu.RUnlock()
-	sort.Strings(out)
-	return out
+	defer registryMu.RUnlock()
+	return slices.Sorted(maps.Keys(descriptors))
 }
 
 // Fields lists every registered provider field once: by provider identifier, then in each descriptor's order.
