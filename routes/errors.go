@@ -10,18 +10,6 @@ import (
 	"github.com/llmgw/gateway/runtime/gwerr"
 )
 
-// errorBody is the JSON shape of every error answer, OpenAI's: {"error": {...}}.
-type errorBody struct {
-	Error errorDetail `json:"error"`
-}
-
-type errorDetail struct {
-	Message string  `json:"message"`
-	Type    string  `json:"type"`
-	Code    string  `json:"code"`
-	Param   *string `json:"param"`
-}
-
 // toGatewayError is the one place where an error becomes a status and a code. A *gwerr.Error passes as it is;
 // fiber's own errors (unknown route, wrong method, body too large) and deadlines get their codes; anything else
 // is an internal error whose cause is logged, never shown.
@@ -78,10 +66,7 @@ func errorString(ge *gwerr.Error) string {
 }
 
 func writeError(c *fiber.Ctx, ge *gwerr.Error) error {
-	body := errorBody{Error: errorDetail{Message: ge.Message, Type: ge.Type(), Code: ge.Code}}
-	if ge.Param != "" {
-		body.Error.Param = &ge.Param
-	}
+	body := ge.Body()
 	for name, values := range ge.Header {
 		for _, v := range values {
 			c.Response().Header.Add(name, v)

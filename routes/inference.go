@@ -176,8 +176,8 @@ func copySSE(w *bufio.Writer, upstream io.Reader) error {
 			}
 			return nil
 		default:
-			event, _ := json.Marshal(errorBody{Error: errorDetail{Message: "the provider's stream broke off: " + err.Error(),
-				Type: "server_error", Code: gwerr.CodeUpstream}})
+			broke := &gwerr.Error{Status: fiber.StatusBadGateway, Code: gwerr.CodeUpstream, Message: "the provider's stream broke off: " + err.Error()}
+			event, _ := json.Marshal(broke.Body())
 			w.WriteString("\n\ndata: ")
 			w.Write(event)
 			w.WriteString("\n\n")

@@ -461,11 +461,11 @@ func withHookResults(body []byte, results hookResults, transformed *string) []by
 
 // hooksDenied is the 446 answer of a request a hook or guardrail denied.
 func hooksDenied(results hookResults) []byte {
-	body, _ := json.Marshal(map[string]any{
-		"error": map[string]any{"message": "the request was denied by a guardrail or hook", "type": "hooks_failed",
-			"code": gwerr.CodeHooksFailed, "param": nil},
-		"hook_results": results,
-	})
+	denied := &gwerr.Error{Status: gwerr.StatusHooksFailed, Code: gwerr.CodeHooksFailed, Message: "the request was denied by a guardrail or hook"}
+	body, _ := json.Marshal(struct {
+		gwerr.Body
+		HookResults hookResults `json:"hook_results"`
+	}{denied.Body(), results})
 	return body
 }
 

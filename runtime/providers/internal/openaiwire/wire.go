@@ -1,6 +1,10 @@
 package openaiwire
 
-import "encoding/json"
+import (
+	"encoding/json"
+
+	"github.com/llmgw/gateway/runtime/gwerr"
+)
 
 // finish_reason values of a choice.
 const (
@@ -124,26 +128,23 @@ type EmbeddingUsage struct {
 
 // ---- errors ----
 
-// ErrorBody is OpenAI's error answer: {"error": {message, type, code, param, provider_error}}.
-type ErrorBody struct {
-	Error ErrorDetail `json:"error"`
-}
+// ErrorBody is OpenAI's error answer, the one error envelope of the gateway (gwerr.Body).
+type ErrorBody = gwerr.Body
 
-// ErrorDetail is the error member of an ErrorBody. A nil Code, Param or ProviderError is written as null.
-type ErrorDetail struct {
-	Message       string          `json:"message"`
-	Type          string          `json:"type"`
-	Code          *string         `json:"code"`
-	Param         *string         `json:"param"`
-	ProviderError json.RawMessage `json:"provider_error"`
-}
+// ErrorDetail is the error member of an ErrorBody (gwerr.Detail).
+type ErrorDetail = gwerr.Detail
+
+var jsonNull = json.RawMessage("null")
 
 // MarshalError encodes d as an ErrorBody. ProviderError must be nil or valid JSON; if encoding fails all the
 // same, provider_error is dropped (written as null) rather than answering no body.
 func MarshalError(d ErrorDetail) []byte {
+	if d.ProviderError == nil {
+		d.ProviderError = jsonNull // a translated error always carries the member
+	}
 	b, err := json.Marshal(&ErrorBody{Error: d})
 	if err != nil {
-		d.ProviderError = nil
+		d.ProviderError = jsonNull
 		b, _ = json.Marshal(&ErrorBody{Error: d})
 	}
 	return b
