@@ -102,8 +102,11 @@ func run(ctx context.Context, stopSignals func(), args []string, getenv func(str
 		PluginChecks: pluginChecks, PluginCondition: wasm.Condition, RateLimiter: limiter,
 		CheckErrorsFail: cfg.checkErrorsFail,
 		RequestDeadline: cfg.requestDeadline, MaxUpstreamAttempts: cfg.maxUpstreamAttempts})
+	// One control plane serves the admin API and the plugins folder, so that their writes are serialised and
+	// invalidate the same caches.
+	plane := control.New(store, engine, control.Options{Plugins: wasm, PluginChecks: pluginChecks, Logger: log})
 	server := routes.New(store, engine, routes.Options{BodyLimit: cfg.bodyLimit, Logger: log,
-		AccessLog: cfg.logLevel <= slog.LevelDebug, Plugins: wasm, PluginChecks: pluginChecks})
+		AccessLog: cfg.logLevel <= slog.LevelDebug, Plugins: wasm, PluginChecks: pluginChecks, Plane: plane})
 	if !initialized {
 		// The bootstrap file is applied by now: Initialize makes a key only when it left no admin key.
 		secret, err := store.Initialize()
@@ -134,7 +137,7 @@ func run(ctx context.Context, stopSignals func(), args []string, getenv func(str
 	})
 	backgroundWork.Go(func() { sweepCache(background, engine, log, time.Minute) })
 	if cfg.plugins != "" {
-		watcher := newPluginWatcher(cfg.plugins, store, wasm, log)
+		watcher := newPluginWatcher(cfg.plugins, store, wasm, plane, log)
 		backgroundWork.Go(func() { watcher.run(background, 2*time.Second) })
 	}
 

@@ -6,11 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
 	"time"
 
+	"github.com/llmgw/gateway/control"
 	"github.com/llmgw/gateway/routes"
 	"github.com/llmgw/gateway/runtime/gwerr"
 	"github.com/llmgw/gateway/storage"
@@ -25,9 +27,12 @@ import (
 // A problem is logged once, when it appears or changes, not at every scan: a folder that names no workspace
 // would otherwise repeat its warning every interval.
 type pluginWatcher struct {
-	dir    string
-	store  *storage.Store
-	host   routes.PluginHost
+	dir   string
+	store *storage.Store
+	host  routes.PluginHost
+	// plane stores and deletes the plugins, so that what a write must invalidate (compiled checks naming a
+	// deleted plugin) is invalidated as for the admin API.
+	plane  *control.Plane
 	log    *slog.Logger
 	seen   map[string]watchedFile // path → what was last loaded from it
 	warned map[string]string      // problem key → the text last logged for it
@@ -41,8 +46,8 @@ type watchedFile struct {
 	sum             [sha256.Size]byte
 }
 
-func newPluginWatcher(dir string, store *storage.Store, host routes.PluginHost, log *slog.Logger) *pluginWatcher {
-	return &pluginWatcher{dir: dir, store: store, host: host, log: log.With("component", "plugin-watcher", "dir", dir),
+func newPluginWatcher(dir string, store *storage.Store, host routes.PluginHost, plane *control.Plane, log *slog.Logger) *pluginWatcher {
+	return &pluginWatcher{dir: dir, store: store, host: host, plane: plane, log: log.With("component", "plugin-watcher", "dir", dir),
 		seen: map[string]watchedFile{}, warned: map[string]string{}}
 }
 
@@ -129,8 +134,7 @@ func (w *pluginWatcher) scan(ctx context.Context) {
 			continue
 		}
 		delete(w.seen, path)
-		w.host.Remove(f.workspaceID, f.id)
-		if err := w.store.Plugins.Delete(f.workspaceID, f.id); err != nil && !errors.Is(err, storage.ErrNotFound) {
+		if err := w.plane.DeletePlugin(ctx, control.Caller{WorkspaceID: f.workspaceID}, f.id); err != nil && statusOf(err) != http.StatusNotFound {
 			w.log.Warn("cannot delete a removed plugin", "plugin", f.id, "err", errText(err))
 		}
 		w.log.Info("plugin file removed: plugin unloaded", "plugin", f.id, "workspace_id", f.workspaceID)
@@ -164,18 +168,23 @@ func (w *pluginWatcher) consider(ctx context.Context, path, workspaceID, id stri
 		w.log.Warn("plugin file refused; the plugin's previous module, if any, keeps serving", "file", path, "err", errText(err))
 		return
 	}
-	var saveErr error
-	err = w.host.Install(lctx, workspaceID, id, wasm, func() error {
-		_, _, saveErr = w.store.Plugins.Put(workspaceID, id, wasm)
-		return saveErr
-	})
+	_, err = w.plane.UpsertPlugin(lctx, control.Caller{WorkspaceID: workspaceID}, id, wasm)
 	switch {
-	case saveErr != nil:
-		w.warn("file:"+path, "cannot store plugin; the plugin's previous module, if any, keeps serving", "file", path, "err", errText(saveErr))
+	case err != nil && statusOf(err) >= 500:
+		w.warn("file:"+path, "cannot store plugin; the plugin's previous module, if any, keeps serving", "file", path, "err", errText(err))
 		delete(w.seen, path) // not the file's fault: try again at the next scan
 	case err != nil:
 		w.log.Warn("plugin file did not load; the plugin's previous module, if any, keeps serving", "file", path, "err", errText(err))
 	default:
 		w.log.Info("plugin loaded from file", "plugin", id, "workspace_id", workspaceID, "file", path)
 	}
+}
+
+// statusOf is the HTTP status an error of the control plane stands for: 500 for one that is not a *gwerr.Error.
+func statusOf(err error) int {
+	var ge *gwerr.Error
+	if errors.As(err, &ge) {
+		return ge.Status
+	}
+	return http.StatusInternalServerError
 }

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/llmgw/gateway/control"
 	"github.com/llmgw/gateway/plugins"
 	"github.com/llmgw/gateway/runtime/gwerr"
 	"github.com/llmgw/gateway/storage"
@@ -78,7 +79,7 @@ func TestPluginWatcher(t *testing.T) {
 		os.Chtimes(path, mod, mod)
 	}
 	host := &recordingHost{loaded: map[string][]byte{}}
-	w := newPluginWatcher(dir, st, host, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	w := newPluginWatcher(dir, st, host, control.New(st, nil, control.Options{Plugins: host}), slog.New(slog.NewTextHandler(io.Discard, nil)))
 	ctx := context.Background()
 	t0 := time.Now().Add(-time.Hour)
 
@@ -161,7 +162,7 @@ func TestPluginWatcherWarnsOncePerChange(t *testing.T) {
 	os.WriteFile(filepath.Join(dir, "team-a", "Not An ID!.wasm"), []byte("x"), 0o644)
 
 	var logs bytes.Buffer
-	w := newPluginWatcher(dir, st, engine, slog.New(slog.NewTextHandler(&logs, nil)))
+	w := newPluginWatcher(dir, st, engine, control.New(st, nil, control.Options{Plugins: engine}), slog.New(slog.NewTextHandler(&logs, nil)))
 	ctx := context.Background()
 	count := func(msg string) int { return strings.Count(logs.String(), `msg="`+msg) }
 	want := func(when string, n int, msgs ...string) {
