@@ -108,20 +108,6 @@ type Descriptor struct {
 // Adapter is the adapter New made at registration.
 func (d *Descriptor) Adapter() Adapter { return d.adapter }
 
-// Identity names the target t of this provider for the circuit breaker: the identifier, the base URL and a sum
-// of what addresses t, its API key included (Identify).
-func (d *Descriptor) Identity(t *Target) string {
-	identity, _ := d.Identify(t)
-	return identity
-}
-
-// Address sums what, besides the identifier and base URL, addresses t, without its API key (Identify): the
-// response cache keys answers with it, since the same model at two Azure resources is two targets.
-func (d *Descriptor) Address(t *Target) string {
-	_, address := d.Identify(t)
-	return address
-}
-
 // Identify is the one formula of a target's identity, computed in one pass: address sums the fields and headers
 // the descriptor marks as addressing t, in declaration order (adapters that build their own URL, Azure, Bedrock
 // and Vertex, address the target with them); identity is "<identifier>|<base URL>|" and the same sum carried on
