@@ -41,7 +41,7 @@ func (e *Engine) execLeaf(ctx context.Context, st *state, n *config.Node) *outco
 	if err != nil {
 		return &outcome{err: gwerr.Internal(err), path: n.Path}
 	}
-	set, err := e.hooks(st, n)
+	set, err := e.setOf(st, n)
 	if err != nil {
 		return &outcome{err: asGatewayError(err), path: n.Path}
 	}

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/llmgw/gateway/guardrails"
 	"github.com/llmgw/gateway/runtime/config"
 	"github.com/llmgw/gateway/runtime/gwerr"
 	"github.com/llmgw/gateway/storage"
@@ -48,10 +49,28 @@ func (e *Engine) checkHooks(st *state, plan *config.Plan) error {
 	if st.req.Key == nil {
 		return nil
 	}
+	st.hooked = plan.Hooked
+	st.sets = st.oneSet[:0]
+	if len(plan.Hooked) > len(st.oneSet) {
+		st.sets = make([]*guardrails.Set, 0, len(plan.Hooked))
+	}
 	for _, n := range plan.Hooked {
-		if _, err := e.hooks(st, n); err != nil {
+		set, err := e.hooks(st, n)
+		if err != nil {
 			return asGatewayError(err)
 		}
+		st.sets = append(st.sets, set)
 	}
 	return nil
+}
+
+// setOf returns the compiled checks of a leaf: those checkHooks found, else (a request without a key) compiled
+// now. A leaf's checks are looked up once per request.
+func (e *Engine) setOf(st *state, n *config.Node) (*guardrails.Set, error) {
+	for i, h := range st.hooked {
+		if h == n && i < len(st.sets) {
+			return st.sets[i], nil
+		}
+	}
+	return e.hooks(st, n)
 }

@@ -8,7 +8,9 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/llmgw/gateway/guardrails"
 	"github.com/llmgw/gateway/runtime/condition"
+	"github.com/llmgw/gateway/runtime/config"
 	"github.com/llmgw/gateway/runtime/gwerr"
 	"github.com/llmgw/gateway/runtime/providers"
 	"github.com/llmgw/gateway/storage"
@@ -90,6 +92,11 @@ type state struct {
 	deadline time.Time
 	calls    int  // upstream attempts made so far, retries included (Options.MaxUpstreamAttempts)
 	capSaid  bool // the log already says that the cap stopped the request
+	// hooked are the plan's leaves with checks and sets their compiled checks, in the same order (checkHooks);
+	// oneSet holds the usual single set without an allocation.
+	hooked []*config.Node
+	sets   []*guardrails.Set
+	oneSet [1]*guardrails.Set
 }
 
 func (st *state) conditionEnv() *condition.Env {
