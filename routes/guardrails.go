@@ -8,6 +8,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/llmgw/gateway/runtime/gwerr"
+	"github.com/llmgw/gateway/runtime/schema"
 	"github.com/llmgw/gateway/storage"
 )
 
@@ -43,7 +44,7 @@ func (s *Server) putGuardrail(c *fiber.Ctx) error {
 	var obj map[string]json.RawMessage
 	if err := json.Unmarshal(body, &obj); err != nil || obj == nil {
 		if err != nil {
-			return jsonError(body, err)
+			return schema.DecodeError(body, "", err)
 		}
 		return gwerr.BadRequest("", "the body must be a guardrail object")
 	}

@@ -16,12 +16,8 @@ import (
 	"github.com/llmgw/gateway/runtime"
 	"github.com/llmgw/gateway/runtime/gwerr"
 	"github.com/llmgw/gateway/runtime/providers"
+	"github.com/llmgw/gateway/runtime/schema"
 )
-
-// requestHead is what the gateway reads of an inference body itself; the rest goes upstream as it is.
-type requestHead struct {
-	Stream *bool `json:"stream"`
-}
 
 // inference serves POST /v1/chat/completions, /v1/completions and /v1/embeddings through the engine.
 func (s *Server) inference(ep providers.Endpoint) fiber.Handler {
@@ -29,26 +25,15 @@ func (s *Server) inference(ep providers.Endpoint) fiber.Handler {
 		if err := requireJSON(c); err != nil {
 			return err
 		}
-		body := c.Body()
-		trimmed := bytes.TrimSpace(body)
-		if len(trimmed) == 0 {
-			return &gwerr.Error{Status: fiber.StatusBadRequest, Code: gwerr.CodeInvalidJSON, Message: "request body is empty: send a JSON object"}
+		// The body is read once, here; fiber reuses its buffer, so the engine gets a copy that outlives the handler.
+		body, err := schema.ReadBody(bytes.Clone(c.Body()))
+		if err != nil {
+			return err
 		}
-		var head requestHead
-		if trimmed[0] != '{' {
-			return &gwerr.Error{Status: fiber.StatusBadRequest, Code: gwerr.CodeInvalidJSON, Message: "request body must be a JSON object"}
-		}
-		// Validating is cheap and allocates nothing; decoding is needed only when the body mentions "stream".
-		if !json.Valid(body) || bytes.Contains(body, []byte(`"stream"`)) {
-			if err := json.Unmarshal(body, &head); err != nil {
-				return jsonError(body, err)
-			}
-		}
-		stream := head.Stream != nil && *head.Stream
-		if stream && ep == providers.Embeddings {
+		if body.Stream() && ep == providers.Embeddings {
 			return gwerr.BadRequest("stream", "embeddings cannot be streamed")
 		}
-		req, err := newEngineRequest(c, ep, bytes.Clone(body), stream)
+		req, err := newEngineRequest(c, ep, body)
 		if err != nil {
 			return err
 		}
@@ -58,8 +43,8 @@ func (s *Server) inference(ep providers.Endpoint) fiber.Handler {
 
 // newEngineRequest makes the engine request of an inference call: the body, the caller's key and trace ID,
 // and the gateway headers.
-func newEngineRequest(c *fiber.Ctx, ep providers.Endpoint, body []byte, stream bool) (*runtime.Request, error) {
-	req := &runtime.Request{Endpoint: ep, URLPath: strings.Clone(c.Path()), Body: body, Stream: stream,
+func newEngineRequest(c *fiber.Ctx, ep providers.Endpoint, body schema.Body) (*runtime.Request, error) {
+	req := &runtime.Request{Endpoint: ep, URLPath: strings.Clone(c.Path()), Body: body, Stream: body.Stream(),
 		Key: callerKey(c), TraceID: ensureTraceID(c)}
 	if err := readGatewayHeaders(c, req); err != nil {
 		return nil, err

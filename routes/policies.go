@@ -14,6 +14,7 @@ import (
 	"github.com/llmgw/gateway/control"
 	"github.com/llmgw/gateway/runtime/gwerr"
 	"github.com/llmgw/gateway/runtime/ratelimit"
+	"github.com/llmgw/gateway/runtime/schema"
 	"github.com/llmgw/gateway/storage"
 )
 
@@ -213,7 +214,7 @@ func decodePolicyBody(c *fiber.Ctx) (map[string]json.RawMessage, error) {
 	}
 	var fields map[string]json.RawMessage
 	if err := json.Unmarshal(body, &fields); err != nil {
-		return nil, jsonError(body, err)
+		return nil, schema.DecodeError(body, "", err)
 	}
 	if fields == nil {
 		return nil, &gwerr.Error{Status: fiber.StatusBadRequest, Code: gwerr.CodeInvalidJSON, Message: "request body must be a rate-limit policy object, not null"}

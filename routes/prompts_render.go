@@ -13,6 +13,7 @@ import (
 	"github.com/llmgw/gateway/runtime/gwerr"
 	"github.com/llmgw/gateway/runtime/prompt"
 	"github.com/llmgw/gateway/runtime/providers"
+	"github.com/llmgw/gateway/runtime/schema"
 )
 
 // POST /v1/prompts/{promptId}/render and /completions: any key of the workspace. Render runs on the control
@@ -38,7 +39,7 @@ func parsePromptCall(c *fiber.Ctx) (*promptCall, error) {
 	}
 	var root map[string]json.RawMessage
 	if err := json.Unmarshal(body, &root); err != nil {
-		return nil, jsonError(body, err)
+		return nil, schema.DecodeError(body, "", err)
 	}
 	if root == nil {
 		return nil, &gwerr.Error{Status: http.StatusBadRequest, Code: gwerr.CodeInvalidJSON, Message: "request body must be a JSON object"}
@@ -122,10 +123,11 @@ func (s *Server) promptCompletion(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	req, err := newEngineRequest(c, providers.ChatCompletions, body, call.stream)
+	req, err := newEngineRequest(c, providers.ChatCompletions, schema.NewBody(body))
 	if err != nil {
 		return err
 	}
+	req.Stream = call.stream
 	// The template's target, when it names one, is where the completion goes; a caller's x-gateway-config
 	// still routes (its targets may name other templates with prompt_id).
 	if tgt := t.Target(); tgt.Provider != "" || tgt.VirtualKey != "" {

@@ -16,7 +16,7 @@ func (e *Engine) admit(req *Request) (ratelimit.Admission, *gwerr.Error) {
 		return ratelimit.Admission{}, nil
 	}
 	attrs := ratelimit.Attrs{WorkspaceID: req.Key.WorkspaceID, APIKey: req.Key.ID, Provider: req.Provider,
-		VirtualKey: req.VirtualKey, Metadata: req.Metadata, Body: req.Body}
+		VirtualKey: req.VirtualKey, Metadata: req.Metadata, Body: &req.Body}
 	if c := strings.TrimSpace(req.Config); c != "" && c[0] != '{' {
 		attrs.Config = c
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/llmgw/gateway/runtime/gwerr"
 	"github.com/llmgw/gateway/runtime/providers"
 	_ "github.com/llmgw/gateway/runtime/providers/openai"
+	"github.com/llmgw/gateway/runtime/schema"
 	"github.com/llmgw/gateway/storage"
 )
 
@@ -51,7 +52,7 @@ func boundsEngine(t *testing.T, opts Options) (*Engine, *[]time.Duration) {
 
 func chatRequest(cfg string) *Request {
 	return &Request{Endpoint: providers.ChatCompletions, Key: &storage.APIKey{WorkspaceID: storage.NewUUID()}, Config: cfg,
-		TraceID: "trace-bounds", Body: []byte(`{"model":"m","messages":[{"role":"user","content":"hi"}]}`)}
+		TraceID: "trace-bounds", Body: schema.NewBody([]byte(`{"model":"m","messages":[{"role":"user","content":"hi"}]}`))}
 }
 
 // nestedFallback is a fallback of outer fallbacks of inner targets, every one retried: outer × inner × (retries+1)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/llmgw/gateway/runtime/providers"
 	_ "github.com/llmgw/gateway/runtime/providers/openai"
+	"github.com/llmgw/gateway/runtime/schema"
 	"github.com/llmgw/gateway/storage"
 )
 
@@ -47,7 +48,7 @@ func TestGuardrailDenyDoesNotStrandTheBreakerProbe(t *testing.T) {
 	key := &storage.APIKey{WorkspaceID: storage.NewUUID()}
 	do := func(content string) (int, error) {
 		resp, err := e.Do(context.Background(), &Request{Endpoint: providers.ChatCompletions, Key: key, Config: cfg,
-			Body: []byte(`{"model":"m","messages":[{"role":"user","content":"` + content + `"}]}`)})
+			Body: schema.NewBody([]byte(`{"model":"m","messages":[{"role":"user","content":"` + content + `"}]}`))})
 		if err != nil {
 			return 0, err
 		}

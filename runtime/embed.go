@@ -9,6 +9,7 @@ import (
 
 	"github.com/llmgw/gateway/runtime/config"
 	"github.com/llmgw/gateway/runtime/providers"
+	"github.com/llmgw/gateway/runtime/schema"
 	"github.com/llmgw/gateway/storage"
 )
 
@@ -71,10 +72,8 @@ func (e *Engine) embed(ctx context.Context, st *state, t *providers.Target, adap
 	if model == "" {
 		return nil, fmt.Errorf("%s has no embeddings API: set the workspace's semantic_cache.embedding_provider", t.Provider)
 	}
-	body, _ := json.Marshal(struct {
-		Model string `json:"model"`
-		Input string `json:"input"`
-	}{model, text})
+	input, _ := json.Marshal(text)
+	body, _ := json.Marshal(&schema.EmbeddingsRequest{Model: model, Input: input})
 	out := e.attempt(ctx, adapter, t, &providers.Call{Endpoint: providers.Embeddings, Body: body}, embedTimeout)
 	if out.err != nil {
 		return nil, out.err

@@ -292,10 +292,7 @@ func (v requestView) Field(path string) ([]byte, bool) {
 // checkInput builds what checks see of the request: the text of its messages (or prompt, or input).
 func checkInput(st *state, stage guardrails.Stage, text string) *hostapi.Input {
 	in := &hostapi.Input{Text: text, Stage: string(stage), Endpoint: endpointName(st.req.Endpoint)}
-	env := st.conditionEnv()
-	if m, ok := env.Params["model"].(string); ok {
-		in.Model = m
-	}
+	in.Model = st.req.Body.Model()
 	for k, v := range st.req.Metadata {
 		in.Metadata = append(in.Metadata, hostapi.KV{Key: k, Value: v})
 	}

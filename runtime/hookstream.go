@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/llmgw/gateway/guardrails"
+	"github.com/llmgw/gateway/runtime/schema"
 )
 
 // hookStream passes a streamed answer through unchanged while it assembles the answer's text; at the end it
@@ -51,7 +52,7 @@ func (h *hookStream) line(line []byte) {
 		event, deny := h.finish(h.text.String())
 		h.pending.Write(event)
 		if !deny {
-			h.pending.WriteString("data: [DONE]\n\n")
+			h.pending.WriteString(schema.DoneEvent)
 		}
 		h.done = true // anything after [DONE] is dropped
 		return

@@ -17,7 +17,7 @@ import (
 
 // execLeaf calls one target: resolve it, consult its circuit breaker, then call with retries.
 func (e *Engine) execLeaf(ctx context.Context, st *state, n *config.Node) *outcome {
-	body := st.req.Body
+	body := st.req.Body.Raw()
 	if n.PromptID != "" {
 		if st.req.RenderPrompt == nil {
 			return &outcome{path: n.Path, err: &gwerr.Error{Status: http.StatusBadRequest, Code: config.CodeInvalidConfig,
@@ -101,7 +101,7 @@ func (e *Engine) execLeaf(ctx context.Context, st *state, n *config.Node) *outco
 			}
 		}
 	}
-	out := e.attempts(ctx, st, n, adapter, t, &providers.Call{Endpoint: st.req.Endpoint, Body: body, Stream: st.req.Stream,
+	out := e.attempts(ctx, st, n, adapter, t, &providers.Call{Endpoint: st.req.Endpoint, Body: body, Request: &st.req.Body, Stream: st.req.Stream,
 		Strict: n.StrictCompliance}, post)
 	if br != nil {
 		e.settleBreaker(ctx, br, n.CircuitBreaker, out)

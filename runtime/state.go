@@ -2,7 +2,6 @@ package runtime
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"io"
 	"net/http"
@@ -13,6 +12,7 @@ import (
 	"github.com/llmgw/gateway/runtime/config"
 	"github.com/llmgw/gateway/runtime/gwerr"
 	"github.com/llmgw/gateway/runtime/providers"
+	"github.com/llmgw/gateway/runtime/schema"
 	"github.com/llmgw/gateway/storage"
 )
 
@@ -21,7 +21,7 @@ import (
 type Request struct {
 	Endpoint providers.Endpoint
 	URLPath  string
-	Body     []byte // the caller's JSON body; the engine does not modify it
+	Body     schema.Body // the caller's JSON body as routes read it; the engine does not modify it
 	Stream   bool
 	Key      *storage.APIKey
 
@@ -102,7 +102,7 @@ type state struct {
 func (st *state) conditionEnv() *condition.Env {
 	if st.env == nil {
 		env := &condition.Env{Metadata: st.req.Metadata, URLPath: st.req.URLPath}
-		_ = json.Unmarshal(st.req.Body, &env.Params) // the body was checked to be a JSON object
+		env.Params = st.req.Body.Params()
 		st.env = env
 	}
 	return st.env

@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	"github.com/llmgw/gateway/runtime/ratelimit"
+	"github.com/llmgw/gateway/runtime/schema"
 )
 
 // countTokens reports the answer's usage to the tokens policies that admitted the request: at once for a
@@ -26,7 +27,7 @@ func (e *Engine) countTokens(req *Request, adm *ratelimit.Admission, resp *Respo
 	}
 	a := *adm // the stream outlives Do's frame
 	limiter := e.limiter
-	resp.Stream = newUsageStream(resp.Stream, len(req.Body), func(tokens int64) { limiter.AddTokens(&a, int(tokens)) })
+	resp.Stream = newUsageStream(resp.Stream, req.Body.Len(), func(tokens int64) { limiter.AddTokens(&a, int(tokens)) })
 }
 
 // rateLimitHeaders records the x-ratelimit-* figures of the most constrained policy on the answer; routes
@@ -46,26 +47,12 @@ func answerUsage(body []byte) (tokens int64, ok bool) {
 		return 0, false
 	}
 	var a struct {
-		Usage *wireUsage `json:"usage"`
+		Usage *schema.Usage `json:"usage"`
 	}
 	if json.Unmarshal(body, &a) != nil || a.Usage == nil {
 		return 0, false
 	}
-	return a.Usage.total(), true
-}
-
-// wireUsage is OpenAI's usage object; embeddings lists have no completion_tokens.
-type wireUsage struct {
-	PromptTokens     int64  `json:"prompt_tokens"`
-	CompletionTokens int64  `json:"completion_tokens"`
-	TotalTokens      *int64 `json:"total_tokens"`
-}
-
-func (u *wireUsage) total() int64 {
-	if u.TotalTokens != nil {
-		return *u.TotalTokens
-	}
-	return u.PromptTokens + u.CompletionTokens
+	return a.Usage.Total(), true
 }
 
 // streamChunk is what the gateway reads of an OpenAI stream chunk (chat or text completion): the text of
@@ -77,7 +64,7 @@ type streamChunk struct {
 		} `json:"delta"`
 		Text string `json:"text"`
 	} `json:"choices"`
-	Usage *wireUsage `json:"usage"`
+	Usage *schema.Usage `json:"usage"`
 }
 
 // text is the text choice i adds: a chat delta's content, or a text completion's text.
@@ -146,7 +133,7 @@ func (u *usageStream) observe(line []byte) {
 		u.textBytes += len(chunk.text(i))
 	}
 	if chunk.Usage != nil {
-		u.usage, u.seenUsage = chunk.Usage.total(), true
+		u.usage, u.seenUsage = chunk.Usage.Total(), true
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"strconv"
 
 	"github.com/llmgw/gateway/runtime/internal/jsonstr"
+	"github.com/llmgw/gateway/runtime/schema"
 )
 
 // ErrNotReplayable is returned by Replay for a stored answer that is not a chat.completion or text_completion
@@ -69,7 +70,7 @@ func Replay(answer []byte) (io.ReadCloser, error) {
 		r.b = appendCompact(append(r.b, `],"usage":`...), a.Usage)
 		r.b = append(r.b, "}\n\n"...)
 	}
-	r.b = append(r.b, "data: [DONE]\n\n"...)
+	r.b = append(r.b, schema.DoneEvent...)
 	return io.NopCloser(bytes.NewReader(r.b)), nil
 }
 

@@ -17,6 +17,7 @@ import (
 	"github.com/llmgw/gateway/runtime/gwerr"
 	"github.com/llmgw/gateway/runtime/jsonfield"
 	"github.com/llmgw/gateway/runtime/providers"
+	"github.com/llmgw/gateway/runtime/schema"
 	"github.com/llmgw/gateway/storage"
 )
 
@@ -107,7 +108,7 @@ func TestProviderModule(t *testing.T) {
 	body := []byte(`{"model":"m","messages":[{"role":"user","content":"hi"}]}`)
 	do := func(t *testing.T, req *runtime.Request) (*runtime.Response, error) {
 		t.Helper()
-		req.Endpoint, req.Key, req.Body = providers.ChatCompletions, key, body
+		req.Endpoint, req.Key, req.Body = providers.ChatCompletions, key, schema.NewBody(body)
 		if req.Header == nil {
 			req.Header = func(string) string { return "" }
 		}

@@ -1,10 +1,13 @@
 package providers
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"io"
 	"net/http"
+
+	"github.com/llmgw/gateway/runtime/schema"
 )
 
 // Endpoint is an OpenAI-shaped operation the gateway routes.
@@ -54,7 +57,10 @@ type Target struct {
 type Call struct {
 	Endpoint Endpoint
 	Body     []byte
-	Stream   bool
+	// Request is the caller's body as routes read it, set when Body is those bytes unchanged (no override
+	// applied): Chat then decodes it once for all the request's attempts. Nil otherwise.
+	Request *schema.Body
+	Stream  bool
 	// Strict is the target's strict_llmvendor_compliance: answers carry only OpenAI's fields. When false,
 	// translators keep provider extras (content_blocks, thinking text) as SPEC.md's completion response shows.
 	Strict bool
@@ -88,4 +94,38 @@ type StreamTranslator interface {
 // the provider's. OpenAI-compatible providers don't implement it: their error bodies pass through unchanged.
 type ErrorTranslator interface {
 	TranslateError(t *Target, c *Call, status int, body []byte) []byte
+}
+
+// Chat is the call's body decoded as a chat completion request, the one decoding translating adapters use.
+// When the body is the caller's own it is decoded once per request, whatever the number of attempts. Callers
+// must not modify the result. Errors are 400s naming the field.
+func (c *Call) Chat() (*schema.ChatRequest, error) {
+	if c.Request != nil && sameBytes(c.Request.Raw(), c.Body) {
+		return c.Request.Chat()
+	}
+	return schema.DecodeChat(c.Body)
+}
+
+// PostJSON builds the POST of body to url that every adapter sends: the caller's forwarded headers first, then
+// content-type application/json and an accept that asks for a server-sent event stream exactly when the call
+// will be read as one. Adapters add their authentication to it.
+func PostJSON(ctx context.Context, t *Target, c *Call, url string, body []byte) (*http.Request, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	for name, values := range t.Forward {
+		req.Header[name] = values
+	}
+	req.Header.Set("Content-Type", "application/json")
+	if c.Stream {
+		req.Header.Set("Accept", "text/event-stream")
+	} else {
+		req.Header.Set("Accept", "application/json")
+	}
+	return req, nil
+}
+
+func sameBytes(a, b []byte) bool {
+	return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0])
 }

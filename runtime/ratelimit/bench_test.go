@@ -26,7 +26,7 @@ func benchEnv(tb testing.TB) (*Limiter, []*Attrs) {
 	var reqs []*Attrs
 	for i := range 64 {
 		a := &Attrs{WorkspaceID: ws, APIKey: fmt.Sprint("key-", i), Provider: "openai",
-			Body: []byte(`{"model":"gpt-4o","messages":[{"role":"user","content":"hi"}]}`)}
+			Body: bodyOf(`{"model":"gpt-4o","messages":[{"role":"user","content":"hi"}]}`)}
 		reqs = append(reqs, a)
 		adm, ex := l.Admit(a) // warm up: the counters exist
 		if ex != nil {

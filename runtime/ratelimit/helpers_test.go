@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/llmgw/gateway/runtime/schema"
 	"github.com/llmgw/gateway/storage"
 )
 
@@ -127,7 +128,7 @@ func where(key, value string) func(*storage.RateLimitPolicy) {
 
 // req returns the attributes of a request of the env's workspace with the given API key ID.
 func (e *env) req(apiKey string) *Attrs {
-	return &Attrs{WorkspaceID: e.ws, APIKey: apiKey, Provider: "openai", Body: []byte(`{"model":"gpt-4o","messages":[]}`)}
+	return &Attrs{WorkspaceID: e.ws, APIKey: apiKey, Provider: "openai", Body: bodyOf(`{"model":"gpt-4o","messages":[]}`)}
 }
 
 // admit expects a to be admitted.
@@ -173,4 +174,9 @@ func (e *env) counters(policyID string) int {
 		}
 	}
 	return 0
+}
+
+func bodyOf(raw string) *schema.Body {
+	b := schema.NewBody([]byte(raw))
+	return &b
 }

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/llmgw/gateway/runtime/schema"
 	"github.com/llmgw/gateway/storage"
 )
 
@@ -20,7 +21,7 @@ type Attrs struct {
 	VirtualKey  string            // x-gateway-virtual-key
 	Config      string            // x-gateway-config when it is a saved config's ID; "" for an inline config
 	Metadata    map[string]string // x-gateway-metadata
-	Body        []byte            // the request body; its top-level "model" is the model
+	Body        *schema.Body      // the request body; its top-level "model" is the model (nil: none)
 }
 
 // Options configure New.
@@ -164,10 +165,9 @@ func (l *Limiter) Admit(a *Attrs) (Admission, *Exceeded) {
 	}
 	var buf [inlineHits]hit
 	hits := buf[:0]
-	var model lazyModel
 	for _, p := range snap.policies {
-		if p.matches(a, &model) {
-			hits = append(hits, hit{p: p, key: p.groupKey(a, &model)})
+		if p.matches(a) {
+			hits = append(hits, hit{p: p, key: p.groupKey(a)})
 		}
 	}
 	if len(hits) == 0 {

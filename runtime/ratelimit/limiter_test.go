@@ -154,7 +154,7 @@ func TestGroupBySeveralKeys(t *testing.T) {
 	e.admit(a)
 	e.refuse(a)
 	b := e.req("k1")
-	b.Body = []byte(`{"model":"gpt-3"}`)
+	b.Body = bodyOf(`{"model":"gpt-3"}`)
 	e.admit(b)
 	e.admit(e.req("k2"))
 	// The tuple is spelled unambiguously in storage.
@@ -170,7 +170,7 @@ func TestConditions(t *testing.T) {
 		e.policy("requests", "rpm", 1, where("model", "gpt-4"))
 		gpt := func(m string) *Attrs {
 			a := e.req("k1")
-			a.Body = []byte(`{"messages":[{"role":"user","content":"\"model\": \"x\""}],"model":"` + m + `"}`)
+			a.Body = bodyOf(`{"messages":[{"role":"user","content":"\"model\": \"x\""}],"model":"` + m + `"}`)
 			return a
 		}
 		e.admit(gpt("gpt-3"))
@@ -216,7 +216,7 @@ func TestConditions(t *testing.T) {
 			"api_key":     func(a *Attrs) { a.APIKey = "k2" },
 			"provider":    func(a *Attrs) { a.Provider = "@openai" },
 			"virtual_key": func(a *Attrs) { a.VirtualKey = "" },
-			"model":       func(a *Attrs) { a.Body = []byte(`{"model":"gpt-4o-mini"}`) },
+			"model":       func(a *Attrs) { a.Body = bodyOf(`{"model":"gpt-4o-mini"}`) },
 			"config":      func(a *Attrs) { a.Config = "" },
 			"metadata":    func(a *Attrs) { a.Metadata["team"] = "u" },
 		} {

@@ -78,7 +78,7 @@ func CheckKey(key string) error {
 }
 
 // value returns the request's value of the attribute; an attribute the request lacks is "".
-func (at *attr) value(a *Attrs, m *lazyModel) string {
+func (at *attr) value(a *Attrs) string {
 	switch at.kind {
 	case attrAPIKey:
 		return a.APIKey
@@ -89,26 +89,16 @@ func (at *attr) value(a *Attrs, m *lazyModel) string {
 	case attrVirtualKey:
 		return a.VirtualKey
 	case attrModel:
-		return m.get(a.Body)
+		if a.Body == nil {
+			return ""
+		}
+		return a.Body.Model()
 	case attrConfig:
 		return a.Config
 	case attrMetadata:
 		return a.Metadata[at.name]
 	}
 	return ""
-}
-
-// lazyModel reads the body's model once, and only for a policy that needs it.
-type lazyModel struct {
-	done bool
-	v    string
-}
-
-func (m *lazyModel) get(body []byte) string {
-	if !m.done {
-		m.v, m.done = bodyModel(body), true
-	}
-	return m.v
 }
 
 type cond struct {
@@ -181,10 +171,10 @@ func (p *policy) keeps(set *counterSet) bool {
 }
 
 // matches reports whether every condition holds (no condition: every request).
-func (p *policy) matches(a *Attrs, m *lazyModel) bool {
+func (p *policy) matches(a *Attrs) bool {
 	for i := range p.conds {
 		c := &p.conds[i]
-		if c.value(a, m) != c.want {
+		if c.value(a) != c.want {
 			return false
 		}
 	}
@@ -193,19 +183,19 @@ func (p *policy) matches(a *Attrs, m *lazyModel) bool {
 
 // groupKey is the request's counter key within the policy: "" without group_by, the attribute's value itself
 // with one key (no string is built), and the escaped key=value pairs joined by '&' with several.
-func (p *policy) groupKey(a *Attrs, m *lazyModel) string {
+func (p *policy) groupKey(a *Attrs) string {
 	switch len(p.groups) {
 	case 0:
 		return ""
 	case 1:
-		return p.groups[0].value(a, m)
+		return p.groups[0].value(a)
 	}
 	var b []byte
 	for i := range p.groups {
 		if i > 0 {
 			b = append(b, '&')
 		}
-		b = appendPair(b, p.groups[i].key, p.groups[i].value(a, m))
+		b = appendPair(b, p.groups[i].key, p.groups[i].value(a))
 	}
 	return string(b)
 }

@@ -56,5 +56,36 @@ func FuzzUnquote(f *testing.F) {
 		if wantErr != nil || !ok || got != want {
 			t.Fatalf("Unquote(%q) = %q, %v; encoding/json: %q, %v", q, got, ok, want, wantErr)
 		}
+		if b, ok := AppendUnquoteBytes([]byte("pre"), q); !ok || string(b) != "pre"+want {
+			t.Fatalf("AppendUnquoteBytes(%q) = %q, %v; encoding/json: %q", q, b, ok, want)
+		}
 	})
+}
+
+func TestAppendUnquoteBytes(t *testing.T) {
+	tests := []struct {
+		name, q, want string
+		ok            bool
+	}{
+		{"plain", `"plain"`, "plain", true},
+		{"escapes", `"a\"b\\c\/\b\f\n\r\t"`, "a\"b\\c/\b\f\n\r\t", true},
+		{"pair and lone surrogate", `"\u00e9\ud83d\ude00\ud800x"`, "é😀\ufffdx", true},
+		{"invalid UTF-8", "\"a\xffb\"", "a\ufffdb", true},
+		{"bad escape", `"a\x"`, "", false},
+		{"short unicode escape", `"\u12"`, "", false},
+		{"control character", "\"a\nb\"", "", false},
+		{"not a literal", `plain`, "", false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			scratch := make([]byte, 0, 64)
+			got, ok := AppendUnquoteBytes(scratch, []byte(tc.q))
+			if ok != tc.ok || ok && string(got) != tc.want {
+				t.Errorf("AppendUnquoteBytes(%s) = %q, %v; want %q, %v", tc.q, got, ok, tc.want, tc.ok)
+			}
+			if allocs := testing.AllocsPerRun(10, func() { AppendUnquoteBytes(scratch[:0], []byte(tc.q)) }); allocs != 0 {
+				t.Errorf("%v allocations into a large enough buffer", allocs)
+			}
+		})
+	}
 }

@@ -1,7 +1,6 @@
 package anthropic
 
 import (
-	"bytes"
 	"context"
 	"net/http"
 	"strings"
@@ -50,22 +49,17 @@ func (Adapter) NewRequest(ctx context.Context, t *providers.Target, c *providers
 	if c.Endpoint != providers.ChatCompletions {
 		return nil, gwerr.BadRequest("", "Anthropic has no %s endpoint: send the request to /v1/chat/completions", c.Endpoint.Path())
 	}
-	body, _, err := anthropicmsg.Request(c.Body, anthropicmsg.RequestOptions{Stream: &c.Stream})
+	in, err := c.Chat()
 	if err != nil {
 		return nil, err
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, baseURL(t)+"/messages", bytes.NewReader(body))
+	body, _, err := anthropicmsg.Request(in, anthropicmsg.RequestOptions{Stream: &c.Stream})
 	if err != nil {
 		return nil, err
 	}
-	for name, values := range t.Forward {
-		req.Header[name] = values
-	}
-	req.Header.Set("Content-Type", "application/json")
-	if c.Stream {
-		req.Header.Set("Accept", "text/event-stream")
-	} else {
-		req.Header.Set("Accept", "application/json")
+	req, err := providers.PostJSON(ctx, t, c, baseURL(t)+"/messages", body)
+	if err != nil {
+		return nil, err
 	}
 	if t.APIKey != "" {
 		req.Header.Set("X-Api-Key", t.APIKey)

@@ -1,7 +1,6 @@
 package azure
 
 import (
-	"bytes"
 	"context"
 	"net/http"
 
@@ -34,18 +33,9 @@ func (Adapter) NewRequest(ctx context.Context, t *providers.Target, c *providers
 			return nil, gerr
 		}
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, a.url, bytes.NewReader(body))
+	req, err := providers.PostJSON(ctx, t, c, a.url, body)
 	if err != nil {
 		return nil, err
-	}
-	for name, values := range t.Forward {
-		req.Header[name] = values
-	}
-	req.Header.Set("Content-Type", "application/json")
-	if c.Stream {
-		req.Header.Set("Accept", "text/event-stream")
-	} else {
-		req.Header.Set("Accept", "application/json")
 	}
 	switch a.route {
 	case routeServerless, routeManaged, routeInference:

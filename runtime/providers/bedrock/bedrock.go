@@ -5,11 +5,8 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"encoding/json"
-	"errors"
 	"net/http"
 	"net/url"
-	"reflect"
 	"strings"
 	"time"
 
@@ -18,6 +15,7 @@ import (
 	"github.com/llmgw/gateway/runtime/gwerr"
 	"github.com/llmgw/gateway/runtime/netguard"
 	"github.com/llmgw/gateway/runtime/providers"
+	"github.com/llmgw/gateway/runtime/schema"
 )
 
 // ID is the canonical identifier this adapter serves (SPEC.md's alias cloudz maps to it).
@@ -91,7 +89,10 @@ func (a *Adapter) NewRequest(ctx context.Context, t *providers.Target, c *provid
 	accept := mimeJSON
 	switch c.Endpoint {
 	case providers.ChatCompletions:
-		body, model, err = translateChatRequest(c.Body)
+		var in *schema.ChatRequest
+		if in, err = c.Chat(); err == nil {
+			body, model, err = translateChatRequest(in)
+		}
 		op = "converse"
 		if c.Stream {
 			op, accept = "converse-stream", mimeEventStream
@@ -164,48 +165,19 @@ func escapeModelID(id []byte) string {
 	return b.String()
 }
 
-// requestModel reads the model of an OpenAI-shaped body, for the answers' "model".
-func requestModel(body []byte) string {
-	var head struct {
-		Model string `json:"model"`
+// requestModel is the model the caller asked for, which answers repeat. A body the gateway has not read
+// (c.Request nil) is scanned for it rather than decoded: an answer needs nothing else from the request, and
+// decoding it all again would cost every answer a decoder's allocations.
+func requestModel(c *providers.Call) string {
+	if c.Request != nil {
+		return c.Request.Model()
 	}
-	_ = json.Unmarshal(body, &head)
-	return head.Model
+	b := schema.NewBody(c.Body)
+	return b.Model()
 }
 
 func randomID() string {
 	var b [12]byte
 	_, _ = rand.Read(b[:])
 	return "chatcmpl-" + hex.EncodeToString(b[:])
-}
-
-// decodeBody decodes an OpenAI-shaped request body, turning a wrongly typed field into a 400 that names it.
-func decodeBody(body []byte, v any) error {
-	err := json.Unmarshal(body, v)
-	if err == nil {
-		return nil
-	}
-	var typeErr *json.UnmarshalTypeError
-	if errors.As(err, &typeErr) && typeErr.Field != "" {
-		return gwerr.BadRequest(typeErr.Field, "%s has the wrong type: a JSON %s where %s was expected", typeErr.Field, typeErr.Value, jsonKind(typeErr.Type.Kind()))
-	}
-	return &gwerr.Error{Status: http.StatusBadRequest, Code: gwerr.CodeInvalidJSON, Message: "the request body is not valid JSON", Err: err}
-}
-
-// jsonKind names the JSON type a Go kind is decoded from.
-func jsonKind(k reflect.Kind) string {
-	switch k {
-	case reflect.String:
-		return "a string"
-	case reflect.Bool:
-		return "a boolean"
-	case reflect.Slice, reflect.Array:
-		return "an array"
-	case reflect.Map, reflect.Struct:
-		return "an object"
-	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64, reflect.Uint, reflect.Uint8, reflect.Uint16,
-		reflect.Uint32, reflect.Uint64, reflect.Float32, reflect.Float64:
-		return "a number"
-	}
-	return "another type"
 }

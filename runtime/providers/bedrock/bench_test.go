@@ -25,7 +25,7 @@ func BenchmarkTranslateChatRequest(b *testing.B) {
 	body := readTestdata(b, "chat", "request", "tools.openai.json")
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, _, err := translateChatRequest(body); err != nil {
+		if _, _, err := translateChatBody(body); err != nil {
 			b.Fatal(err)
 		}
 	}

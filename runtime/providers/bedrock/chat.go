@@ -4,75 +4,68 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"strconv"
 	"strings"
 
 	"github.com/llmgw/gateway/runtime/gwerr"
+	"github.com/llmgw/gateway/runtime/internal/jsonstr"
 	"github.com/llmgw/gateway/runtime/providers"
-	"github.com/llmgw/gateway/runtime/providers/internal/openaiwire"
+	"github.com/llmgw/gateway/runtime/schema"
 )
 
 // translateChatRequest turns an OpenAI chat completion request into a Converse request body and returns the
-// model id. A request that cannot be expressed in Converse is a 400 naming the field.
-func translateChatRequest(body []byte) ([]byte, []byte, error) {
-	var req chatRequest
-	if err := decodeBody(body, &req); err != nil {
-		return nil, nil, err
-	}
-	if req.Model == "" {
+// model id. A request that cannot be expressed in Converse is a 400 naming the field. in is shared by every
+// attempt of the request and is only read.
+func translateChatRequest(in *schema.ChatRequest) ([]byte, []byte, error) {
+	if in.Model == "" {
 		return nil, nil, gwerr.BadRequest("model", "model is required: the Bedrock model id, inference profile id or ARN")
 	}
-	if len(req.Messages) == 0 {
+	if len(in.Messages) == 0 {
 		return nil, nil, gwerr.BadRequest("messages", "messages must hold at least one message")
 	}
-	out := converseRequest{}
+	out := converseRequest{Messages: make([]brMessage, 0, len(in.Messages))}
 	hasToolBlocks := false
-	for i := range req.Messages {
-		m := &req.Messages[i]
-		param := "messages[" + strconv.Itoa(i) + "]"
+	for i := range in.Messages {
+		m := &in.Messages[i]
+		var err error
+		at := messageAt(i)
 		var role string
 		var blocks []brBlock
 		switch m.Role {
 		case "system", "developer":
-			texts, err := textParts(m.Content, param, "system")
+			err = eachText(m.Content, at, "system", func(s string) { out.System = append(out.System, brSystemBlock{Text: s}) })
 			if err != nil {
 				return nil, nil, err
 			}
-			for _, s := range texts {
-				out.System = append(out.System, brSystemBlock{Text: s})
-			}
 			continue
 		case "user":
-			var err error
-			if blocks, err = userBlocks(m.Content, param); err != nil {
+			if blocks, err = userBlocks(m.Content, at); err != nil {
 				return nil, nil, err
 			}
 			role = "user"
 		case "assistant":
-			texts, err := textParts(m.Content, param, "assistant")
-			if err != nil {
-				return nil, nil, err
-			}
-			for _, s := range texts {
+			blocks = make([]brBlock, 0, 1+len(m.ToolCalls))
+			err = eachText(m.Content, at, "assistant", func(s string) {
 				if s != "" {
 					blocks = append(blocks, textBlock(s))
 				}
+			})
+			if err != nil {
+				return nil, nil, err
 			}
 			for j := range m.ToolCalls {
 				tc := &m.ToolCalls[j]
-				tparam := param + ".tool_calls[" + strconv.Itoa(j) + "]"
 				if tc.ID == "" {
-					return nil, nil, gwerr.BadRequest(tparam+".id", "%s.id is required", tparam)
+					return nil, nil, at.toolCallError(j, ".id", "is required")
 				}
 				if tc.Function.Name == "" {
-					return nil, nil, gwerr.BadRequest(tparam+".function.name", "%s.function.name is required", tparam)
+					return nil, nil, at.toolCallError(j, ".function.name", "is required")
 				}
 				args := strings.TrimSpace(tc.Function.Arguments)
 				if args == "" {
 					args = "{}"
 				}
 				if !json.Valid([]byte(args)) {
-					return nil, nil, gwerr.BadRequest(tparam+".function.arguments", "%s.function.arguments is not valid JSON", tparam)
+					return nil, nil, at.toolCallError(j, ".function.arguments", "is not valid JSON")
 				}
 				blocks = append(blocks, brBlock{ToolUse: &brToolUse{ToolUseID: tc.ID, Name: tc.Function.Name, Input: json.RawMessage(args)}})
 				hasToolBlocks = true
@@ -83,15 +76,13 @@ func translateChatRequest(body []byte) ([]byte, []byte, error) {
 			role = "assistant"
 		case "tool":
 			if m.ToolCallID == "" {
-				return nil, nil, gwerr.BadRequest(param+".tool_call_id", "%s.tool_call_id is required on a tool message", param)
+				p := at.field(".tool_call_id")
+				return nil, nil, gwerr.BadRequest(p, "%s is required on a tool message", p)
 			}
-			texts, err := textParts(m.Content, param, "tool")
+			res := &brToolResult{ToolUseID: m.ToolCallID}
+			err = eachText(m.Content, at, "tool", func(s string) { res.Content = append(res.Content, brToolResultBlock{Text: s}) })
 			if err != nil {
 				return nil, nil, err
-			}
-			res := &brToolResult{ToolUseID: m.ToolCallID, Content: make([]brToolResultBlock, 0, len(texts))}
-			for _, s := range texts {
-				res.Content = append(res.Content, brToolResultBlock{Text: s})
 			}
 			if len(res.Content) == 0 {
 				res.Content = append(res.Content, brToolResultBlock{Text: ""})
@@ -100,7 +91,8 @@ func translateChatRequest(body []byte) ([]byte, []byte, error) {
 			hasToolBlocks = true
 			role = "user" // Converse carries tool results in a user turn
 		default:
-			return nil, nil, gwerr.BadRequest(param+".role", "%s.role %q is not supported (system, developer, user, assistant, tool)", param, m.Role)
+			p := at.field(".role")
+			return nil, nil, gwerr.BadRequest(p, "%s %q is not supported (system, developer, user, assistant, tool)", p, m.Role)
 		}
 		// Converse wants user and assistant turns to alternate: consecutive turns of one role are merged.
 		if n := len(out.Messages); n > 0 && out.Messages[n-1].Role == role {
@@ -114,12 +106,12 @@ func translateChatRequest(body []byte) ([]byte, []byte, error) {
 	}
 
 	var ic inferenceConfig
-	ic.MaxTokens = req.MaxTokens
-	if req.MaxCompletionTokens != nil {
-		ic.MaxTokens = req.MaxCompletionTokens
+	ic.MaxTokens = in.MaxTokens
+	if in.MaxCompletionTokens != nil {
+		ic.MaxTokens = in.MaxCompletionTokens
 	}
-	ic.Temperature, ic.TopP = req.Temperature, req.TopP
-	stops, err := stopSequences(req.Stop)
+	ic.Temperature, ic.TopP = in.Temperature, in.TopP
+	stops, err := stopSequences(in.Stop)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -128,17 +120,31 @@ func translateChatRequest(body []byte) ([]byte, []byte, error) {
 		out.InferenceConfig = &ic
 	}
 
-	if out.ToolConfig, err = translateTools(req.Tools, req.ToolChoice, hasToolBlocks); err != nil {
+	if out.ToolConfig, err = translateTools(in, hasToolBlocks); err != nil {
 		return nil, nil, err
 	}
-	if out.OutputConfig, err = translateResponseFormat(req.ResponseFormat); err != nil {
+	if out.OutputConfig, err = translateResponseFormat(in.ResponseFormat); err != nil {
 		return nil, nil, err
 	}
 	buf, err := marshal(out)
 	if err != nil {
 		return nil, nil, err
 	}
-	return buf, []byte(req.Model), nil
+	return buf, []byte(in.Model), nil
+}
+
+// messageAt is the index of the message being translated. Its name (messages[i]) is built only when an error
+// quotes it: a request that translates builds none.
+type messageAt int
+
+// field is the name of a field of the message: ".content" gives messages[i].content.
+func (at messageAt) field(suffix string) string { return schema.Index("messages", int(at)) + suffix }
+
+// toolCallError is the 400 for a field of the message's tool_calls[j]: ".id" and "is required" name
+// messages[i].tool_calls[j].id.
+func (at messageAt) toolCallError(j int, suffix, problem string) error {
+	p := schema.Index(at.field(".tool_calls"), j) + suffix
+	return gwerr.BadRequest(p, "%s %s", p, problem)
 }
 
 func textBlock(s string) brBlock { return brBlock{Text: &s} }
@@ -152,71 +158,72 @@ func contentKind(raw json.RawMessage) byte {
 	return raw[0]
 }
 
-// textParts reads a content that may only hold text: a string, or an array of text (and refusal) parts.
-func textParts(raw json.RawMessage, param, role string) ([]string, error) {
+// eachText reads a content that may only hold text, a string or an array of text (and refusal) parts, and hands
+// each text to add in order.
+func eachText(raw json.RawMessage, at messageAt, role string, add func(string)) error {
 	switch contentKind(raw) {
 	case 0:
-		return nil, nil
+		return nil
 	case '"':
-		var s string
-		if err := json.Unmarshal(raw, &s); err != nil {
-			return nil, gwerr.BadRequest(param+".content", "%s.content is not a valid string", param)
+		s, err := contentString(raw, at)
+		if err != nil {
+			return err
 		}
-		return []string{s}, nil
+		add(s)
+		return nil
 	case '[':
-		var parts []chatPart
-		if err := json.Unmarshal(raw, &parts); err != nil {
-			return nil, gwerr.BadRequest(param+".content", "%s.content is not a valid array of content parts", param)
+		parts, err := schema.DecodeParts(raw, at.field(".content"))
+		if err != nil {
+			return err
 		}
-		out := make([]string, 0, len(parts))
-		for j, p := range parts {
+		for j := range parts {
+			p := &parts[j]
 			switch p.Type {
 			case "text":
-				out = append(out, p.Text)
+				add(partText(p))
 			case "refusal": // an earlier refusal of the assistant: not content to send back
 			default:
-				pp := param + ".content[" + strconv.Itoa(j) + "].type"
-				return nil, gwerr.BadRequest(pp, "%s: a %s message may only hold text parts, not %q", pp, role, p.Type)
+				pp := schema.Index(at.field(".content"), j) + ".type"
+				return gwerr.BadRequest(pp, "%s: a %s message may only hold text parts, not %q", pp, role, p.Type)
 			}
 		}
-		return out, nil
+		return nil
 	}
-	return nil, gwerr.BadRequest(param+".content", "%s.content must be a string or an array of content parts", param)
+	return contentTypeError(at)
 }
 
 // userBlocks reads a user content: text, and images given as data: URLs.
-func userBlocks(raw json.RawMessage, param string) ([]brBlock, error) {
+func userBlocks(raw json.RawMessage, at messageAt) ([]brBlock, error) {
 	switch contentKind(raw) {
 	case 0:
 		return []brBlock{textBlock("")}, nil
 	case '"':
-		var s string
-		if err := json.Unmarshal(raw, &s); err != nil {
-			return nil, gwerr.BadRequest(param+".content", "%s.content is not a valid string", param)
+		s, err := contentString(raw, at)
+		if err != nil {
+			return nil, err
 		}
 		return []brBlock{textBlock(s)}, nil
 	case '[':
-		var parts []chatPart
-		if err := json.Unmarshal(raw, &parts); err != nil {
-			return nil, gwerr.BadRequest(param+".content", "%s.content is not a valid array of content parts", param)
+		param := at.field(".content")
+		parts, err := schema.DecodeParts(raw, param)
+		if err != nil {
+			return nil, err
 		}
 		out := make([]brBlock, 0, len(parts))
-		for j, p := range parts {
-			pp := param + ".content[" + strconv.Itoa(j) + "]"
+		for j := range parts {
+			p := &parts[j]
 			switch p.Type {
 			case "text":
-				out = append(out, textBlock(p.Text))
+				out = append(out, textBlock(partText(p)))
 			case "image_url":
-				if p.ImageURL == nil || p.ImageURL.URL == "" {
-					return nil, gwerr.BadRequest(pp+".image_url.url", "%s.image_url.url is required", pp)
-				}
-				img, err := imageBlock(p.ImageURL.URL, pp+".image_url.url")
+				img, err := imagePart(p.ImageURL, schema.Index(param, j)+".image_url")
 				if err != nil {
 					return nil, err
 				}
 				out = append(out, brBlock{Image: img})
 			default:
-				return nil, gwerr.BadRequest(pp+".type", "%s.type %q is not supported by bedrock (text, image_url)", pp, p.Type)
+				pp := schema.Index(param, j) + ".type"
+				return nil, gwerr.BadRequest(pp, "%s %q is not supported by bedrock (text, image_url)", pp, p.Type)
 			}
 		}
 		if len(out) == 0 {
@@ -224,7 +231,45 @@ func userBlocks(raw json.RawMessage, param string) ([]brBlock, error) {
 		}
 		return out, nil
 	}
-	return nil, gwerr.BadRequest(param+".content", "%s.content must be a string or an array of content parts", param)
+	return nil, contentTypeError(at)
+}
+
+// contentString reads a string content without encoding/json, which would cost a decoder for every message.
+func contentString(raw json.RawMessage, at messageAt) (string, error) {
+	s, ok := jsonstr.Unquote(bytes.TrimSpace(raw))
+	if !ok {
+		p := at.field(".content")
+		return "", gwerr.BadRequest(p, "%s is not a valid JSON string", p)
+	}
+	return s, nil
+}
+
+func contentTypeError(at messageAt) error {
+	p := at.field(".content")
+	return gwerr.BadRequest(p, "%s must be a string or an array of content parts", p)
+}
+
+// partText is a text part's text, empty when the part has none.
+func partText(p *schema.ContentPart) string {
+	if p.Text == nil {
+		return ""
+	}
+	return *p.Text
+}
+
+// imagePart reads an image_url part (param names its image_url) as a Converse image block.
+func imagePart(raw json.RawMessage, param string) (*brImage, error) {
+	var u schema.ImageURL
+	if contentKind(raw) != 0 {
+		var err error
+		if u, err = schema.DecodeImageURL(raw, param); err != nil {
+			return nil, err
+		}
+	}
+	if u.URL == "" {
+		return nil, gwerr.BadRequest(param+".url", "%s.url is required", param)
+	}
+	return imageBlock(u.URL, param+".url")
 }
 
 // imageBlock turns a data:image/<format>;base64,<data> URL into a Converse image block. Converse takes image
@@ -299,35 +344,37 @@ func stopSequences(raw json.RawMessage) ([]string, error) {
 	return nil, gwerr.BadRequest("stop", "stop must be a string or an array of strings")
 }
 
+// Converse values translateTools sends as they are; as variables they are not copied for every request.
+var (
+	toolChoiceAuto   = json.RawMessage(`{"auto":{}}`)
+	toolChoiceAny    = json.RawMessage(`{"any":{}}`)
+	emptyInputSchema = json.RawMessage(`{"type":"object","properties":{}}`)
+)
+
 // translateTools builds toolConfig. tool_choice "auto" → {"auto":{}}, "required" → {"any":{}}, a named function
 // → {"tool":{"name"}}. Converse cannot forbid tool use, so "none" drops the tools, unless the conversation
 // already holds tool calls or results: Converse then requires toolConfig, and the tools are sent without a
 // choice (the model may still call one).
-func translateTools(tools []chatTool, rawChoice json.RawMessage, hasToolBlocks bool) (*toolConfig, error) {
+func translateTools(in *schema.ChatRequest, hasToolBlocks bool) (*toolConfig, error) {
+	rawChoice := in.ToolChoice
 	var choice json.RawMessage
 	none := false
 	switch contentKind(rawChoice) {
 	case 0:
 	case '"':
-		var s string
-		_ = json.Unmarshal(rawChoice, &s)
+		s, _ := jsonstr.Unquote(bytes.TrimSpace(rawChoice))
 		switch s {
 		case "auto":
-			choice = json.RawMessage(`{"auto":{}}`)
+			choice = toolChoiceAuto
 		case "required":
-			choice = json.RawMessage(`{"any":{}}`)
+			choice = toolChoiceAny
 		case "none":
 			none = true
 		default:
 			return nil, gwerr.BadRequest("tool_choice", "tool_choice %q is not one of auto, none, required", s)
 		}
 	case '{':
-		var named struct {
-			Type     string `json:"type"`
-			Function struct {
-				Name string `json:"name"`
-			} `json:"function"`
-		}
+		var named schema.NamedToolChoice
 		if err := json.Unmarshal(rawChoice, &named); err != nil || named.Type != "function" || named.Function.Name == "" {
 			return nil, gwerr.BadRequest("tool_choice", `tool_choice must be "auto", "none", "required" or {"type":"function","function":{"name":...}}`)
 		}
@@ -336,25 +383,28 @@ func translateTools(tools []chatTool, rawChoice json.RawMessage, hasToolBlocks b
 	default:
 		return nil, gwerr.BadRequest("tool_choice", `tool_choice must be "auto", "none", "required" or {"type":"function","function":{"name":...}}`)
 	}
-	if len(tools) == 0 || (none && !hasToolBlocks) {
+	if len(in.Tools) == 0 || (none && !hasToolBlocks) {
 		return nil, nil
 	}
-	tc := &toolConfig{Tools: make([]brTool, len(tools)), ToolChoice: choice}
-	for i, t := range tools {
-		param := "tools[" + strconv.Itoa(i) + "]"
+	tc := &toolConfig{Tools: make([]brTool, len(in.Tools)), ToolChoice: choice}
+	for i := range in.Tools {
+		t := &in.Tools[i]
 		if t.Type != "function" {
-			return nil, gwerr.BadRequest(param+".type", "%s.type %q is not supported by bedrock (function)", param, t.Type)
+			p := schema.Index("tools", i) + ".type"
+			return nil, gwerr.BadRequest(p, "%s %q is not supported by bedrock (function)", p, t.Type)
 		}
-		if t.Function.Name == "" {
-			return nil, gwerr.BadRequest(param+".function.name", "%s.function.name is required", param)
+		if t.Function == nil || t.Function.Name == "" {
+			p := schema.Index("tools", i) + ".function.name"
+			return nil, gwerr.BadRequest(p, "%s is required", p)
 		}
 		spec := &tc.Tools[i].ToolSpec
 		spec.Name, spec.Description = t.Function.Name, t.Function.Description
 		spec.InputSchema.JSON = t.Function.Parameters
 		if k := contentKind(t.Function.Parameters); k == 0 {
-			spec.InputSchema.JSON = json.RawMessage(`{"type":"object","properties":{}}`)
+			spec.InputSchema.JSON = emptyInputSchema
 		} else if k != '{' {
-			return nil, gwerr.BadRequest(param+".function.parameters", "%s.function.parameters must be a JSON schema object", param)
+			p := schema.Index("tools", i) + ".function.parameters"
+			return nil, gwerr.BadRequest(p, "%s must be a JSON schema object", p)
 		}
 	}
 	return tc, nil
@@ -363,8 +413,15 @@ func translateTools(tools []chatTool, rawChoice json.RawMessage, hasToolBlocks b
 // translateResponseFormat maps response_format json_schema to outputConfig.textFormat (Converse's structured
 // output, whose schema is a JSON string). "text" needs nothing; "json_object" has no Converse equivalent and is
 // ignored (the model is not held to JSON).
-func translateResponseFormat(rf *chatRespFormat) (*outputConfig, error) {
-	if rf == nil || rf.Type != "json_schema" {
+func translateResponseFormat(raw json.RawMessage) (*outputConfig, error) {
+	if contentKind(raw) == 0 {
+		return nil, nil
+	}
+	var rf schema.ResponseFormat
+	if err := json.Unmarshal(raw, &rf); err != nil {
+		return nil, schema.DecodeError(raw, "response_format", err)
+	}
+	if rf.Type != "json_schema" {
 		return nil, nil
 	}
 	if rf.JSONSchema == nil || contentKind(rf.JSONSchema.Schema) != '{' {
@@ -396,23 +453,23 @@ func marshal(v any) ([]byte, error) {
 func finishReason(stop string) string {
 	switch stop {
 	case "max_tokens", "model_context_window_exceeded":
-		return openaiwire.FinishLength
+		return schema.FinishLength
 	case "tool_use":
-		return openaiwire.FinishToolCalls
+		return schema.FinishToolCalls
 	case "guardrail_intervened", "content_filtered":
-		return openaiwire.FinishContentFilter
+		return schema.FinishContentFilter
 	default: // end_turn, stop_sequence, and reasons OpenAI has no word for
-		return openaiwire.FinishStop
+		return schema.FinishStop
 	}
 }
 
 // usage maps Converse token usage. Bedrock counts cache reads and writes apart from inputTokens, while
 // OpenAI's prompt_tokens includes cached tokens, so prompt_tokens adds them; cached_tokens is the cache reads.
-func usage(u *brUsage) *openaiwire.Usage {
+func usage(u *brUsage) *schema.Usage {
 	if u == nil {
 		return nil
 	}
-	out := &openaiwire.Usage{
+	out := &schema.Usage{
 		PromptTokens:     u.InputTokens + u.CacheReadInputTokens + u.CacheWriteInputTokens,
 		CompletionTokens: u.OutputTokens,
 		TotalTokens:      u.TotalTokens,
@@ -421,7 +478,7 @@ func usage(u *brUsage) *openaiwire.Usage {
 		out.TotalTokens = sum
 	}
 	if u.CacheReadInputTokens > 0 {
-		out.PromptTokensDetails = &openaiwire.PromptTokensDetails{CachedTokens: u.CacheReadInputTokens}
+		out.PromptTokensDetails = &schema.PromptTokensDetails{CachedTokens: u.CacheReadInputTokens}
 	}
 	return out
 }
@@ -439,7 +496,7 @@ func (a *Adapter) TranslateResponse(t *providers.Target, c *providers.Call, body
 	if resp.Output.Message == nil {
 		return nil, fmt.Errorf("bedrock: converse answer has no output.message")
 	}
-	msg := openaiwire.AssistantMessage{Role: "assistant"}
+	msg := schema.AssistantMessage{Role: "assistant"}
 	var text strings.Builder
 	hasText := false
 	for _, b := range resp.Output.Message.Content {
@@ -448,10 +505,10 @@ func (a *Adapter) TranslateResponse(t *providers.Target, c *providers.Call, body
 			text.WriteString(*b.Text)
 			hasText = true
 			if !c.Strict {
-				msg.ContentBlocks = append(msg.ContentBlocks, openaiwire.ContentBlock{Type: "text", Text: *b.Text})
+				msg.ContentBlocks = append(msg.ContentBlocks, schema.ContentBlock{Type: "text", Text: *b.Text})
 			}
 		case b.ToolUse != nil:
-			var tc openaiwire.ToolCall
+			var tc schema.ToolCall
 			tc.ID, tc.Type, tc.Function.Name = b.ToolUse.ToolUseID, "function", b.ToolUse.Name
 			tc.Function.Arguments = "{}"
 			if contentKind(b.ToolUse.Input) != 0 {
@@ -463,9 +520,9 @@ func (a *Adapter) TranslateResponse(t *providers.Target, c *providers.Call, body
 			msg.ToolCalls = append(msg.ToolCalls, tc)
 		case b.ReasoningContent != nil && !c.Strict:
 			if rt := b.ReasoningContent.ReasoningText; rt != nil {
-				msg.ContentBlocks = append(msg.ContentBlocks, openaiwire.ContentBlock{Type: "thinking", Thinking: rt.Text, Signature: rt.Signature})
+				msg.ContentBlocks = append(msg.ContentBlocks, schema.ContentBlock{Type: "thinking", Thinking: rt.Text, Signature: rt.Signature})
 			} else if b.ReasoningContent.RedactedContent != "" {
-				msg.ContentBlocks = append(msg.ContentBlocks, openaiwire.ContentBlock{Type: "redacted_thinking", Data: b.ReasoningContent.RedactedContent})
+				msg.ContentBlocks = append(msg.ContentBlocks, schema.ContentBlock{Type: "redacted_thinking", Data: b.ReasoningContent.RedactedContent})
 			}
 		}
 	}
@@ -473,12 +530,12 @@ func (a *Adapter) TranslateResponse(t *providers.Target, c *providers.Call, body
 		s := text.String()
 		msg.Content = &s
 	}
-	out := openaiwire.Completion{
+	out := schema.Completion{
 		ID:      a.newID(),
 		Object:  "chat.completion",
 		Created: a.now().Unix(),
-		Model:   requestModel(c.Body),
-		Choices: []openaiwire.Choice{{Index: 0, Message: msg, FinishReason: finishReason(resp.StopReason), Logprobs: json.RawMessage("null")}},
+		Model:   requestModel(c),
+		Choices: []schema.Choice{{Index: 0, Message: msg, FinishReason: finishReason(resp.StopReason)}},
 		Usage:   usage(resp.Usage),
 	}
 	return marshal(out)

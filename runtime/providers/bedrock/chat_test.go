@@ -23,7 +23,7 @@ func TestTranslateChatRequestGolden(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			body, model, err := translateChatRequest(readTestdata(t, "chat", "request", tc.name+".openai.json"))
+			body, model, err := translateChatBody(readTestdata(t, "chat", "request", tc.name+".openai.json"))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -83,7 +83,7 @@ func TestTranslateChatRequestErrors(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			_, _, err := translateChatRequest([]byte(tc.body))
+			_, _, err := translateChatBody([]byte(tc.body))
 			var ge *gwerr.Error
 			if !errors.As(err, &ge) {
 				t.Fatalf("err = %v, want a *gwerr.Error", err)
@@ -99,7 +99,7 @@ func TestTranslateChatRequestErrors(t *testing.T) {
 }
 
 func TestTranslateChatRequestNotJSON(t *testing.T) {
-	_, _, err := translateChatRequest([]byte(`{"model":`))
+	_, _, err := translateChatBody([]byte(`{"model":`))
 	var ge *gwerr.Error
 	if !errors.As(err, &ge) || ge.Status != 400 || ge.Code != gwerr.CodeInvalidJSON {
 		t.Fatalf("err = %v", err)

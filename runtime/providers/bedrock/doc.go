@@ -33,12 +33,17 @@
 // embedding inputs (400); embedding models other than Titan and Cohere, including application inference profile
 // ARNs that don't name their model (400).
 //
-// Layout: bedrock.go (the adapter, URLs), auth.go (credentials and signing), types.go (wire types), chat.go,
-// embeddings.go, stream.go, errors.go.
+// OpenAI's side of every translation is runtime/schema's: chat requests are read through providers.Call.Chat
+// (decoded once per request; errors name the index), embeddings requests as schema.EmbeddingsRequest, answers
+// written as schema's types, stream chunks only through schema.ChunkWriter, and decoding errors translated by
+// schema.DecodeError. This package declares only Bedrock's shapes.
 //
-// It imports the standard library, runtime/gwerr, runtime/netguard (to redact a custom host it quotes),
-// runtime/providers and the AWS SDK's SigV4 signer; it must not import another adapter package. An Adapter is safe for concurrent use; the reader TranslateStream returns is
-// not.
+// Layout: bedrock.go (the adapter, URLs), auth.go (credentials and signing), types.go (Bedrock's wire types),
+// chat.go, embeddings.go, stream.go, errors.go.
+//
+// It imports the standard library, runtime/gwerr, runtime/internal/jsonstr, runtime/netguard (to redact a custom
+// host it quotes), runtime/providers, runtime/schema and the AWS SDK's SigV4 signer; it must not import another
+// adapter package. An Adapter is safe for concurrent use; the reader TranslateStream returns is not.
 //
 // Its descriptor declares the cloudz_* fields and x-gateway-cloudz-* headers (the access key ID and region
 // address the target), the alias cloudz, and the key set cloudz_access_key_id + cloudz_secret_access_key.

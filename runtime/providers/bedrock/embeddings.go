@@ -10,7 +10,7 @@ import (
 
 	"github.com/llmgw/gateway/runtime/gwerr"
 	"github.com/llmgw/gateway/runtime/providers"
-	"github.com/llmgw/gateway/runtime/providers/internal/openaiwire"
+	"github.com/llmgw/gateway/runtime/schema"
 )
 
 // embeddingFamily is the request format an embedding model speaks through InvokeModel.
@@ -46,8 +46,8 @@ func family(model string) embeddingFamily {
 // search_document and a caller's "input_type" field overrides it. dimensions goes to Titan v2's "dimensions" and
 // Cohere v4's "output_dimension". Token-array inputs are a 400: Bedrock's embedding models take text.
 func translateEmbeddingsRequest(body []byte) ([]byte, []byte, error) {
-	var req embeddingsRequest
-	if err := decodeBody(body, &req); err != nil {
+	req, err := schema.DecodeEmbeddings(body)
+	if err != nil {
 		return nil, nil, err
 	}
 	if req.Model == "" {
@@ -110,9 +110,9 @@ func embeddingInputs(raw json.RawMessage) ([]string, error) {
 // Cohere's answer on Bedrock carries no token count unless it has meta.billed_units or inputTextTokenCounts;
 // usage is then 0.
 func translateEmbeddingsResponse(c *providers.Call, body []byte) ([]byte, error) {
-	var req embeddingsRequest
+	var req schema.EmbeddingsRequest
 	_ = json.Unmarshal(c.Body, &req)
-	out := openaiwire.EmbeddingList{Object: "list", Model: req.Model}
+	out := schema.EmbeddingList{Object: "list", Model: req.Model}
 	var vectors [][]float64
 	switch family(req.Model) {
 	case familyTitan:
@@ -158,9 +158,9 @@ func translateEmbeddingsResponse(c *providers.Call, body []byte) ([]byte, error)
 		return nil, fmt.Errorf("bedrock: embeddings answer for unknown model family %q", req.Model)
 	}
 	out.Usage.TotalTokens = out.Usage.PromptTokens
-	out.Data = make([]openaiwire.Embedding, len(vectors))
+	out.Data = make([]schema.Embedding, len(vectors))
 	for i, v := range vectors {
-		out.Data[i] = openaiwire.Embedding{Object: "embedding", Index: i, Embedding: v}
+		out.Data[i] = schema.Embedding{Object: "embedding", Index: i, Embedding: v}
 		if req.EncodingFormat == "base64" {
 			out.Data[i].Embedding = float32Base64(v)
 		}

@@ -8,7 +8,7 @@ import (
 
 	"github.com/llmgw/gateway/runtime/gwerr"
 	"github.com/llmgw/gateway/runtime/providers"
-	"github.com/llmgw/gateway/runtime/providers/internal/openaiwire"
+	"github.com/llmgw/gateway/runtime/schema"
 )
 
 // maxPlainErrorMessage bounds the message taken from an error body that is not JSON (an HTML page of a proxy).
@@ -24,7 +24,7 @@ type bedrockError struct {
 }
 
 // openaiError is the error body TranslateError writes.
-type openaiError = openaiwire.ErrorBody
+type openaiError = schema.ErrorBody
 
 // TranslateError turns a Bedrock error answer into OpenAI's error shape. The message is Bedrock's own; the raw
 // body is kept in error.provider_error (as JSON when it is JSON, else as a string). The type follows the status
@@ -32,7 +32,7 @@ type openaiError = openaiwire.ErrorBody
 // status (429 rate_limited, ...). The exception name Bedrock sends in the x-amzn-ErrorType header is not seen
 // here: the ErrorTranslator contract passes the status and body only.
 func (a *Adapter) TranslateError(t *providers.Target, c *providers.Call, status int, body []byte) []byte {
-	var detail openaiwire.ErrorDetail
+	var detail schema.ErrorDetail
 	var be bedrockError
 	if json.Valid(body) {
 		detail.ProviderError = json.RawMessage(body)
@@ -59,7 +59,7 @@ func (a *Adapter) TranslateError(t *providers.Target, c *providers.Call, status 
 		code = statusCode(status)
 	}
 	detail.Code = &code
-	return openaiwire.MarshalError(detail)
+	return schema.MarshalError(detail)
 }
 
 // exceptionName trims an AWS error type such as "com.amazon.bedrock#ValidationException:http://..." to

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
+
+	"github.com/llmgw/gateway/runtime/providers"
 )
 
 // testTime is the pinned clock of test adapters: 2023-11-14T22:13:20Z.
@@ -22,6 +24,16 @@ const testModel = "anthropic.claude-3-5-sonnet-20240620-v1:0"
 
 func testAdapter() *Adapter {
 	return &Adapter{signer: v4.NewSigner(), now: func() time.Time { return testTime }, newID: func() string { return "chatcmpl-test" }}
+}
+
+// translateChatBody decodes body as NewRequest does and translates it.
+func translateChatBody(body []byte) ([]byte, []byte, error) {
+	c := &providers.Call{Endpoint: providers.ChatCompletions, Body: body}
+	in, err := c.Chat()
+	if err != nil {
+		return nil, nil, err
+	}
+	return translateChatRequest(in)
 }
 
 func readTestdata(t testing.TB, parts ...string) []byte {

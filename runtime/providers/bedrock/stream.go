@@ -8,10 +8,9 @@ import (
 	"hash/crc32"
 	"io"
 	"slices"
-	"strconv"
 
-	"github.com/llmgw/gateway/runtime/internal/jsonstr"
 	"github.com/llmgw/gateway/runtime/providers"
+	"github.com/llmgw/gateway/runtime/schema"
 )
 
 // The application/vnd.amazon.eventstream framing of ConverseStream answers. A message is
@@ -202,12 +201,7 @@ func (e *StreamError) Error() string {
 // an error (never io.EOF).
 func (a *Adapter) TranslateStream(t *providers.Target, c *providers.Call, body io.ReadCloser) io.ReadCloser {
 	s := &streamTranslator{body: body, dec: newEventDecoder(body), strict: c.Strict, tools: map[int]int{}}
-	s.prefix = append(s.prefix, `data: {"id":`...)
-	s.prefix = appendJSONString(s.prefix, a.newID())
-	s.prefix = append(s.prefix, `,"object":"chat.completion.chunk","created":`...)
-	s.prefix = strconv.AppendInt(s.prefix, a.now().Unix(), 10)
-	s.prefix = append(s.prefix, `,"model":`...)
-	s.prefix = appendJSONString(s.prefix, requestModel(c.Body))
+	s.w.Start(a.newID(), a.now().Unix(), requestModel(c))
 	return s
 }
 
@@ -218,7 +212,7 @@ type streamTranslator struct {
 	ev      event
 	delta   evContentBlockDelta // reused by every contentBlockDelta
 	strict  bool
-	prefix  []byte      // `data: {"id":...,"object":...,"created":...,"model":...` shared by every chunk
+	w       schema.ChunkWriter
 	out     []byte      // translated bytes not yet read
 	off     int         // read position in out
 	err     error       // the error Read returns once out is drained
@@ -248,7 +242,7 @@ func (s *streamTranslator) step() error {
 		if !s.stopped {
 			return fmt.Errorf("bedrock: stream ended before messageStop: %w", io.ErrUnexpectedEOF)
 		}
-		s.out = append(s.out, "data: [DONE]\n\n"...)
+		s.out = append(s.out, schema.DoneEvent...)
 		return io.EOF
 	}
 	if err != nil {
@@ -275,68 +269,37 @@ func (s *streamTranslator) step() error {
 func (s *streamTranslator) translate(ev *event) error {
 	switch string(ev.eventType) {
 	case "messageStart":
-		s.chunk(`{"role":"assistant","content":""}`, "")
+		s.out = s.w.Role(s.out)
 	case "contentBlockStart":
 		var e evContentBlockStart
 		if err := json.Unmarshal(ev.payload, &e); err != nil {
 			return badEvent("contentBlockStart", err)
 		}
 		if tu := e.Start.ToolUse; tu != nil {
-			idx := s.toolIndex(e.ContentBlockIndex)
-			s.begin()
-			s.out = append(s.out, `{"tool_calls":[{"index":`...)
-			s.out = strconv.AppendInt(s.out, int64(idx), 10)
-			s.out = append(s.out, `,"id":`...)
-			s.out = appendJSONString(s.out, tu.ToolUseID)
-			s.out = append(s.out, `,"type":"function","function":{"name":`...)
-			s.out = appendJSONString(s.out, tu.Name)
-			s.out = append(s.out, `,"arguments":""}}]}`...)
-			s.end("")
+			s.out = s.w.ToolCallStart(s.out, s.toolIndex(e.ContentBlockIndex), tu.ToolUseID, tu.Name)
 		}
 	case "contentBlockDelta":
 		e := s.resetDelta()
 		if err := json.Unmarshal(ev.payload, e); err != nil {
 			return badEvent("contentBlockDelta", err)
 		}
+		// Bedrock's string values are valid JSON string literals already: they are spliced in as they came.
 		d := &e.Delta
 		switch {
 		case isJSONString(d.Text):
-			s.begin()
-			s.out = append(s.out, `{"content":`...)
-			s.out = append(s.out, d.Text...)
-			s.out = append(s.out, '}')
-			s.end("")
+			s.out = s.w.ContentJSON(s.out, d.Text)
 		case d.ToolUse != nil && isJSONString(d.ToolUse.Input):
-			s.begin()
-			s.out = append(s.out, `{"tool_calls":[{"index":`...)
-			s.out = strconv.AppendInt(s.out, int64(s.toolIndex(e.ContentBlockIndex)), 10)
-			s.out = append(s.out, `,"function":{"arguments":`...)
-			s.out = append(s.out, d.ToolUse.Input...)
-			s.out = append(s.out, `}}]}`...)
-			s.end("")
+			s.out = s.w.ToolCallArgsJSON(s.out, s.toolIndex(e.ContentBlockIndex), d.ToolUse.Input)
 		case d.ReasoningContent != nil && !s.strict:
 			rc := d.ReasoningContent
-			var key string
-			var value json.RawMessage
 			switch {
 			case isJSONString(rc.Text):
-				key, value = "thinking", rc.Text
+				s.out = s.w.BlockPieceJSON(s.out, e.ContentBlockIndex, "thinking", rc.Text)
 			case isJSONString(rc.Signature):
-				key, value = "signature", rc.Signature
+				s.out = s.w.BlockPieceJSON(s.out, e.ContentBlockIndex, "signature", rc.Signature)
 			case isJSONString(rc.RedactedContent):
-				key, value = "data", rc.RedactedContent
-			default:
-				return nil
+				s.out = s.w.BlockPieceJSON(s.out, e.ContentBlockIndex, "data", rc.RedactedContent)
 			}
-			s.begin()
-			s.out = append(s.out, `{"content_blocks":[{"index":`...)
-			s.out = strconv.AppendInt(s.out, int64(e.ContentBlockIndex), 10)
-			s.out = append(s.out, `,"delta":{"`...)
-			s.out = append(s.out, key...)
-			s.out = append(s.out, `":`...)
-			s.out = append(s.out, value...)
-			s.out = append(s.out, `}}]}`...)
-			s.end("")
 		}
 	case "messageStop":
 		var e evMessageStop
@@ -344,26 +307,14 @@ func (s *streamTranslator) translate(ev *event) error {
 			return badEvent("messageStop", err)
 		}
 		s.stopped = true
-		s.chunk(`{}`, finishReason(e.StopReason))
+		s.out = s.w.Finish(s.out, finishReason(e.StopReason), nil)
 	case "metadata":
 		var e evMetadata
 		if err := json.Unmarshal(ev.payload, &e); err != nil {
 			return badEvent("metadata", err)
 		}
 		if u := usage(e.Usage); u != nil {
-			s.out = append(s.out, s.prefix...)
-			s.out = append(s.out, `,"choices":[],"usage":{"prompt_tokens":`...)
-			s.out = strconv.AppendInt(s.out, u.PromptTokens, 10)
-			s.out = append(s.out, `,"completion_tokens":`...)
-			s.out = strconv.AppendInt(s.out, u.CompletionTokens, 10)
-			s.out = append(s.out, `,"total_tokens":`...)
-			s.out = strconv.AppendInt(s.out, u.TotalTokens, 10)
-			if u.PromptTokensDetails != nil {
-				s.out = append(s.out, `,"prompt_tokens_details":{"cached_tokens":`...)
-				s.out = strconv.AppendInt(s.out, u.PromptTokensDetails.CachedTokens, 10)
-				s.out = append(s.out, '}')
-			}
-			s.out = append(s.out, "}}\n\n"...)
+			s.out = s.w.UsageChunk(s.out, u)
 		}
 	}
 	// contentBlockStop, text block starts and events added later carry nothing for OpenAI's chunks.
@@ -394,28 +345,6 @@ func (s *streamTranslator) toolIndex(block int) int {
 	return idx
 }
 
-// begin starts a chunk up to its delta; end closes it with finish_reason (null when empty).
-func (s *streamTranslator) begin() {
-	s.out = append(s.out, s.prefix...)
-	s.out = append(s.out, `,"choices":[{"index":0,"delta":`...)
-}
-
-func (s *streamTranslator) end(finish string) {
-	if finish == "" {
-		s.out = append(s.out, `,"finish_reason":null}]}`+"\n\n"...)
-		return
-	}
-	s.out = append(s.out, `,"finish_reason":"`...)
-	s.out = append(s.out, finish...)
-	s.out = append(s.out, `"}]}`+"\n\n"...)
-}
-
-func (s *streamTranslator) chunk(delta, finish string) {
-	s.begin()
-	s.out = append(s.out, delta...)
-	s.end(finish)
-}
-
 func badEvent(name string, err error) error {
 	return fmt.Errorf("%w: %s payload: %v", ErrEventStream, name, err)
 }
@@ -425,6 +354,3 @@ func badEvent(name string, err error) error {
 func isJSONString(raw json.RawMessage) bool {
 	return len(raw) >= 2 && raw[0] == '"'
 }
-
-// appendJSONString appends s as a JSON string literal (jsonstr.AppendString).
-func appendJSONString(dst []byte, s string) []byte { return jsonstr.AppendString(dst, s) }

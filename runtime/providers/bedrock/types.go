@@ -1,48 +1,6 @@
 package bedrock
 
-import (
-	"encoding/json"
-
-	"github.com/llmgw/gateway/runtime/providers/internal/openaiwire"
-)
-
-// OpenAI-side shapes the adapter reads (requests) and writes (answers). Only the fields the adapter uses are
-// declared; the rest of a caller's body is ignored.
-
-type chatRequest struct {
-	Model               string                   `json:"model"`
-	Messages            []openaiwire.ChatMessage `json:"messages"`
-	MaxTokens           *int64                   `json:"max_tokens"`
-	MaxCompletionTokens *int64                   `json:"max_completion_tokens"`
-	Temperature         *float64                 `json:"temperature"`
-	TopP                *float64                 `json:"top_p"`
-	Stop                json.RawMessage          `json:"stop"`
-	Tools               []chatTool               `json:"tools"`
-	ToolChoice          json.RawMessage          `json:"tool_choice"`
-	ResponseFormat      *chatRespFormat          `json:"response_format"`
-}
-
-type chatPart struct {
-	Type     string `json:"type"`
-	Text     string `json:"text"`
-	ImageURL *struct {
-		URL string `json:"url"`
-	} `json:"image_url"`
-}
-
-type chatTool struct {
-	Type     string                 `json:"type"`
-	Function openaiwire.FunctionDef `json:"function"`
-}
-
-type chatRespFormat struct {
-	Type       string `json:"type"`
-	JSONSchema *struct {
-		Name        string          `json:"name"`
-		Description string          `json:"description"`
-		Schema      json.RawMessage `json:"schema"`
-	} `json:"json_schema"`
-}
+import "encoding/json"
 
 // Bedrock Converse request (POST /model/{modelId}/converse and /converse-stream).
 
@@ -202,19 +160,11 @@ type evException struct {
 	MessageU string `json:"Message"`
 }
 
-// Embeddings: OpenAI's request and answer, and the InvokeModel bodies of the embedding models.
-
-type embeddingsRequest struct {
-	Model          string          `json:"model"`
-	Input          json.RawMessage `json:"input"`
-	Dimensions     *int            `json:"dimensions"`
-	EncodingFormat string          `json:"encoding_format"`
-	InputType      string          `json:"input_type"` // Cohere's, accepted as an extension
-}
+// Embeddings: the InvokeModel bodies of the embedding models.
 
 type titanRequest struct {
 	InputText  string `json:"inputText"`
-	Dimensions *int   `json:"dimensions,omitempty"`
+	Dimensions *int64 `json:"dimensions,omitempty"`
 }
 
 type titanResponse struct {
@@ -225,7 +175,7 @@ type titanResponse struct {
 type cohereRequest struct {
 	Texts           []string `json:"texts"`
 	InputType       string   `json:"input_type"`
-	OutputDimension *int     `json:"output_dimension,omitempty"`
+	OutputDimension *int64   `json:"output_dimension,omitempty"`
 }
 
 type cohereResponse struct {

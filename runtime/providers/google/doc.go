@@ -7,7 +7,8 @@
 // target's custom_host (which replaces the scheme and host before /v1beta; a custom_host that already ends with
 // /v1beta is accepted too). A model named "tunedModels/{id}" is called as such.
 //
-// It imports runtime/providers, runtime/gwerr and runtime/providers/internal/gemini, never another adapter.
+// It imports runtime/providers, runtime/gwerr, runtime/schema and runtime/providers/internal/gemini, never another
+// adapter. Chat requests are decoded once through providers.Call.Chat and handed to gemini decoded.
 //
 // Its descriptor declares the identifier google and the default base URL; it reads no provider fields.
 package google

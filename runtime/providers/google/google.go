@@ -1,7 +1,6 @@
 package google
 
 import (
-	"bytes"
 	"context"
 	"io"
 	"net/http"
@@ -10,6 +9,7 @@ import (
 	"github.com/llmgw/gateway/runtime/gwerr"
 	"github.com/llmgw/gateway/runtime/providers"
 	"github.com/llmgw/gateway/runtime/providers/internal/gemini"
+	"github.com/llmgw/gateway/runtime/schema"
 )
 
 func init() {
@@ -35,14 +35,22 @@ func (Adapter) NewRequest(ctx context.Context, t *providers.Target, c *providers
 	var err error
 	switch c.Endpoint {
 	case providers.ChatCompletions:
-		body, model, err = gemini.ChatRequest(c.Body)
+		var in *schema.ChatRequest
+		if in, err = c.Chat(); err != nil {
+			return nil, err
+		}
+		body, model, err = gemini.ChatRequest(in)
 		method = ":generateContent"
 		if c.Stream {
 			method = ":streamGenerateContent?alt=sse"
 		}
 	case providers.Embeddings:
+		var in *schema.EmbeddingsRequest
+		if in, err = schema.DecodeEmbeddings(c.Body); err != nil {
+			return nil, err
+		}
 		var batch bool
-		body, model, batch, err = gemini.EmbedRequest(c.Body)
+		body, model, batch, err = gemini.EmbedRequest(in)
 		method = ":embedContent"
 		if batch {
 			method = ":batchEmbedContents"
@@ -57,18 +65,9 @@ func (Adapter) NewRequest(ctx context.Context, t *providers.Target, c *providers
 	if err != nil {
 		return nil, err
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, baseURL(t)+"/v1beta/"+resource+method, bytes.NewReader(body))
+	req, err := providers.PostJSON(ctx, t, c, baseURL(t)+"/v1beta/"+resource+method, body)
 	if err != nil {
 		return nil, err
-	}
-	for name, values := range t.Forward {
-		req.Header[name] = values
-	}
-	req.Header.Set("Content-Type", "application/json")
-	if c.Stream && c.Endpoint == providers.ChatCompletions {
-		req.Header.Set("Accept", "text/event-stream")
-	} else {
-		req.Header.Set("Accept", "application/json")
 	}
 	if t.APIKey != "" {
 		req.Header.Set("x-goog-api-key", t.APIKey)
@@ -104,14 +103,20 @@ func baseURL(t *providers.Target) string {
 // batchEmbedContents answer into an embeddings list.
 func (Adapter) TranslateResponse(_ *providers.Target, c *providers.Call, body []byte) ([]byte, error) {
 	if c.Endpoint == providers.Embeddings {
-		return gemini.EmbedResponse(body, c.Body)
+		in, err := schema.DecodeEmbeddings(c.Body)
+		if err != nil {
+			return nil, err
+		}
+		return gemini.EmbedResponse(body, in)
 	}
-	return gemini.ChatResponse(body, c.Body, c.Strict)
+	in, _ := c.Chat() // NewRequest refused a body that does not decode
+	return gemini.ChatResponse(body, gemini.ModelOf(in), c.Strict)
 }
 
 // TranslateStream turns streamGenerateContent's server-sent events into chat.completion.chunk events.
 func (Adapter) TranslateStream(_ *providers.Target, c *providers.Call, body io.ReadCloser) io.ReadCloser {
-	return gemini.Stream(body, c.Body, c.Strict)
+	in, _ := c.Chat() // NewRequest refused a body that does not decode
+	return gemini.Stream(body, gemini.ModelOf(in), c.Strict)
 }
 
 // TranslateError turns a Google error body into OpenAI's error shape with provider_error.

@@ -16,6 +16,7 @@ import (
 
 	"github.com/llmgw/gateway/runtime/gwerr"
 	"github.com/llmgw/gateway/runtime/providers"
+	"github.com/llmgw/gateway/runtime/schema"
 )
 
 func readFile(t testing.TB, name string) []byte {
@@ -302,4 +303,42 @@ func TestErrorRoundTrip(t *testing.T) {
 		t.Fatalf("no provider_error: %s", got)
 	}
 	jsonEqual(t, got, readFile(t, "error.openai.json"))
+}
+
+// TestSharedRequestUnchanged: with the caller's body, every attempt translates the one decoded request, which
+// translation must leave as it found it.
+func TestSharedRequestUnchanged(t *testing.T) {
+	raw := readFile(t, "chat.openai.json")
+	body, err := schema.ReadBody(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	call := &providers.Call{Endpoint: providers.ChatCompletions, Body: raw, Request: &body}
+	shared, err := call.Chat()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := schema.DecodeChat(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var first []byte
+	for attempt := 0; attempt < 2; attempt++ {
+		req, err := Adapter{}.NewRequest(context.Background(), target("http://127.0.0.1:1"), call)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sent, _ := io.ReadAll(req.Body)
+		if attempt == 0 {
+			first = sent
+		} else if !bytes.Equal(sent, first) {
+			t.Errorf("attempt %d sent %s, the first %s", attempt, sent, first)
+		}
+	}
+	if again, _ := call.Chat(); again != shared {
+		t.Error("the request was decoded again")
+	}
+	if !reflect.DeepEqual(shared, want) {
+		t.Errorf("translation changed the shared request:\n got %+v\nwant %+v", shared, want)
+	}
 }

@@ -1,7 +1,6 @@
 package openai
 
 import (
-	"bytes"
 	"context"
 	"net/http"
 
@@ -54,18 +53,9 @@ var _ providers.Adapter = Adapter{}
 
 // NewRequest builds POST {base}/chat/completions (or /completions, /embeddings) with Bearer authentication.
 func (Adapter) NewRequest(ctx context.Context, t *providers.Target, c *providers.Call) (*http.Request, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, t.BaseURL+c.Endpoint.Path(), bytes.NewReader(c.Body))
+	req, err := providers.PostJSON(ctx, t, c, t.BaseURL+c.Endpoint.Path(), c.Body)
 	if err != nil {
 		return nil, err
-	}
-	for name, values := range t.Forward {
-		req.Header[name] = values
-	}
-	req.Header.Set("Content-Type", "application/json")
-	if c.Stream {
-		req.Header.Set("Accept", "text/event-stream")
-	} else {
-		req.Header.Set("Accept", "application/json")
 	}
 	if t.APIKey != "" {
 		req.Header.Set("Authorization", "Bearer "+t.APIKey)

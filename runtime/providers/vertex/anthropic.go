@@ -5,15 +5,17 @@ import (
 	"io"
 
 	"github.com/llmgw/gateway/runtime/providers/internal/anthropicmsg"
+	"github.com/llmgw/gateway/runtime/schema"
 )
 
 // anthropicVersion is the anthropic_version Vertex AI wants in the body of Claude requests.
 const anthropicVersion = "vertex-2023-10-16"
 
-// anthropicRequest translates a chat request for a Claude model published on Vertex AI: Anthropic's Messages body,
-// with anthropic_version in the body and the model only in the URL.
-func anthropicRequest(openAIBody []byte) ([]byte, string, error) {
-	return anthropicmsg.Request(openAIBody, anthropicmsg.RequestOptions{AnthropicVersion: anthropicVersion, OmitModel: true})
+// anthropicRequest translates a chat request (the call's, decoded by providers.Call.Chat) for a Claude model
+// published on Vertex AI: Anthropic's Messages body, with anthropic_version in the body and the model only in
+// the URL.
+func anthropicRequest(in *schema.ChatRequest) ([]byte, string, error) {
+	return anthropicmsg.Request(in, anthropicmsg.RequestOptions{AnthropicVersion: anthropicVersion, OmitModel: true})
 }
 
 func anthropicResponse(body []byte, strict bool) ([]byte, error) {

@@ -23,8 +23,9 @@
 //
 // The caller's X-cloudy-LLM-Request-Type header goes upstream as X-Vertex-AI-LLM-Request-Type.
 //
-// It imports runtime/providers, runtime/gwerr and runtime/providers/internal/..., never another adapter. An
-// Adapter is safe for concurrent use.
+// It imports runtime/providers, runtime/gwerr, runtime/schema and runtime/providers/internal/..., never another
+// adapter. Chat requests are decoded once through providers.Call.Chat, and the decoded model decides between
+// Claude and Gemini. An Adapter is safe for concurrent use.
 //
 // Its descriptor declares the cloudy_* fields and x-gateway-cloudy-* headers (all address the target), the
 // alias cloudy, and the key sets cloudy_region with cloudy_service_account_json or cloudy_project_id.

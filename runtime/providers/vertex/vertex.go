@@ -11,6 +11,7 @@ import (
 	"github.com/llmgw/gateway/runtime/gwerr"
 	"github.com/llmgw/gateway/runtime/providers"
 	"github.com/llmgw/gateway/runtime/providers/internal/gemini"
+	"github.com/llmgw/gateway/runtime/schema"
 )
 
 func init() {
@@ -62,21 +63,29 @@ func (a *Adapter) NewRequest(ctx context.Context, t *providers.Target, c *provid
 	var err error
 	switch c.Endpoint {
 	case providers.ChatCompletions:
-		if model = gemini.ModelOf(c.Body); isAnthropic(model) {
-			body, model, err = anthropicRequest(c.Body)
+		var in *schema.ChatRequest
+		if in, err = c.Chat(); err != nil {
+			return nil, err
+		}
+		if isAnthropic(gemini.ModelOf(in)) {
+			body, model, err = anthropicRequest(in)
 			resource, method = "publishers/anthropic/models/", ":rawPredict"
 			if c.Stream {
 				method = ":streamRawPredict"
 			}
 			break
 		}
-		body, model, err = gemini.ChatRequest(c.Body)
+		body, model, err = gemini.ChatRequest(in)
 		resource, method = "publishers/google/models/", ":generateContent"
 		if c.Stream {
 			method = ":streamGenerateContent?alt=sse"
 		}
 	case providers.Embeddings:
-		body, model, err = gemini.PredictRequest(c.Body)
+		var in *schema.EmbeddingsRequest
+		if in, err = schema.DecodeEmbeddings(c.Body); err != nil {
+			return nil, err
+		}
+		body, model, err = gemini.PredictRequest(in)
 		resource, method = "publishers/google/models/", ":predict"
 		if err == nil && isAnthropic(model) {
 			return nil, gwerr.BadRequest("model", "%s is a chat model; Vertex AI embeds text with its text embedding models", model)
@@ -118,18 +127,9 @@ func (a *Adapter) NewRequest(ctx context.Context, t *providers.Target, c *provid
 	}
 
 	url := baseURL(t, region) + "/v1/projects/" + project + "/locations/" + region + "/" + resource + model + method
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
+	req, err := providers.PostJSON(ctx, t, c, url, body)
 	if err != nil {
 		return nil, err
-	}
-	for name, values := range t.Forward {
-		req.Header[name] = values
-	}
-	req.Header.Set("Content-Type", "application/json")
-	if c.Stream && c.Endpoint == providers.ChatCompletions {
-		req.Header.Set("Accept", "text/event-stream")
-	} else {
-		req.Header.Set("Accept", "application/json")
 	}
 	req.Header.Set("Authorization", "Bearer "+token)
 	if kind := t.Header("X-cloudy-LLM-Request-Type"); kind != "" {
@@ -202,21 +202,29 @@ func isNull(raw []byte) bool {
 // models), or a :predict answer into an embeddings list.
 func (a *Adapter) TranslateResponse(_ *providers.Target, c *providers.Call, body []byte) ([]byte, error) {
 	if c.Endpoint == providers.Embeddings {
-		return gemini.PredictResponse(body, c.Body)
+		in, err := schema.DecodeEmbeddings(c.Body)
+		if err != nil {
+			return nil, err
+		}
+		return gemini.PredictResponse(body, in)
 	}
-	if isAnthropic(gemini.ModelOf(c.Body)) {
+	in, _ := c.Chat() // NewRequest refused a body that does not decode
+	model := gemini.ModelOf(in)
+	if isAnthropic(model) {
 		return anthropicResponse(body, c.Strict)
 	}
-	return gemini.ChatResponse(body, c.Body, c.Strict)
+	return gemini.ChatResponse(body, model, c.Strict)
 }
 
 // TranslateStream turns streamGenerateContent's (or streamRawPredict's) server-sent events into
 // chat.completion.chunk events.
 func (a *Adapter) TranslateStream(_ *providers.Target, c *providers.Call, body io.ReadCloser) io.ReadCloser {
-	if isAnthropic(gemini.ModelOf(c.Body)) {
+	in, _ := c.Chat() // NewRequest refused a body that does not decode
+	model := gemini.ModelOf(in)
+	if isAnthropic(model) {
 		return anthropicStream(body, c.Strict)
 	}
-	return gemini.Stream(body, c.Body, c.Strict)
+	return gemini.Stream(body, model, c.Strict)
 }
 
 // TranslateError turns an error body into OpenAI's error shape with provider_error. Vertex AI's own errors are

@@ -8,7 +8,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/llmgw/gateway/runtime/gwerr"
-	"github.com/llmgw/gateway/runtime/providers/internal/openaiwire"
+	"github.com/llmgw/gateway/runtime/schema"
 )
 
 // maxPlainError bounds the part of a non-JSON error body used as the message.
@@ -30,7 +30,7 @@ func Error(status int, body []byte) []byte {
 			Status  string `json:"status"`
 		} `json:"error"`
 	}
-	var e openaiwire.ErrorDetail
+	var e schema.ErrorDetail
 	trimmed := bytes.TrimSpace(body)
 	if json.Valid(trimmed) && len(trimmed) > 0 {
 		e.ProviderError = json.RawMessage(trimmed)
@@ -60,7 +60,7 @@ func Error(status int, body []byte) []byte {
 		code = e.Type
 	}
 	e.Code = &code
-	return openaiwire.MarshalError(e)
+	return schema.MarshalError(e)
 }
 
 // openAIErrorType names an Anthropic error type the way OpenAI does.

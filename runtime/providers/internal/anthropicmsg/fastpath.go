@@ -1,9 +1,6 @@
 package anthropicmsg
 
-import (
-	"unicode/utf16"
-	"unicode/utf8"
-)
+import "github.com/llmgw/gateway/runtime/internal/jsonstr"
 
 // Most events of a stream are content_block_delta events of one small shape:
 //
@@ -51,24 +48,14 @@ func internDeltaType(b []byte) string {
 	return ""
 }
 
+// scan walks an event with jsonstr's primitives, which check strings as encoding/json does.
 type scan struct {
 	b []byte
 	i int
 }
 
-func (s *scan) ws() {
-	for s.i < len(s.b) {
-		switch s.b[s.i] {
-		case ' ', '\t', '\n', '\r':
-			s.i++
-		default:
-			return
-		}
-	}
-}
-
 func (s *scan) byte(c byte) bool {
-	s.ws()
+	s.i = jsonstr.SkipSpace(s.b, s.i)
 	if s.i < len(s.b) && s.b[s.i] == c {
 		s.i++
 		return true
@@ -76,119 +63,43 @@ func (s *scan) byte(c byte) bool {
 	return false
 }
 
-// plain reads a string without escapes (a key or a type name) and returns its bytes.
-func (s *scan) plain() ([]byte, bool) {
-	s.ws()
+// literal finds the string literal at the next token and moves past it.
+func (s *scan) literal() ([]byte, bool) {
+	s.i = jsonstr.SkipSpace(s.b, s.i)
 	if s.i >= len(s.b) || s.b[s.i] != '"' {
 		return nil, false
 	}
-	start := s.i + 1
-	for j := start; j < len(s.b); j++ {
-		c := s.b[j]
-		switch {
-		case c == '"':
-			s.i = j + 1
-			return s.b[start:j], true
-		case c == '\\', c < 0x20, c >= utf8.RuneSelf:
-			return nil, false
-		}
+	end, err := jsonstr.ScanString(s.b, s.i)
+	if err != nil {
+		return nil, false
 	}
-	return nil, false
+	q := s.b[s.i:end]
+	s.i = end
+	return q, true
+}
+
+// name reads a key or a type name undecoded. An escape (t\u0079pe) makes it differ from every name the fast
+// path compares it with, so such an event goes through encoding/json, which decodes it.
+func (s *scan) name() ([]byte, bool) {
+	q, ok := s.literal()
+	if !ok {
+		return nil, false
+	}
+	return q[1 : len(q)-1], true
 }
 
 // str reads a string value, unescaping it into dst.
 func (s *scan) str(dst []byte) ([]byte, bool) {
-	s.ws()
-	if s.i >= len(s.b) || s.b[s.i] != '"' {
+	q, ok := s.literal()
+	if !ok {
 		return dst, false
 	}
-	j := s.i + 1
-	for j < len(s.b) {
-		c := s.b[j]
-		switch {
-		case c == '"':
-			s.i = j + 1
-			return dst, true
-		case c < 0x20:
-			return dst, false
-		case c != '\\':
-			start := j
-			for j < len(s.b) && s.b[j] != '"' && s.b[j] != '\\' && s.b[j] >= 0x20 {
-				j++
-			}
-			dst = append(dst, s.b[start:j]...)
-			continue
-		}
-		if j+1 >= len(s.b) {
-			return dst, false
-		}
-		switch e := s.b[j+1]; e {
-		case '"', '\\', '/':
-			dst = append(dst, e)
-		case 'b':
-			dst = append(dst, '\b')
-		case 'f':
-			dst = append(dst, '\f')
-		case 'n':
-			dst = append(dst, '\n')
-		case 'r':
-			dst = append(dst, '\r')
-		case 't':
-			dst = append(dst, '\t')
-		case 'u':
-			r, ok := hex4(s.b, j+2)
-			if !ok {
-				return dst, false
-			}
-			j += 6
-			if utf16.IsSurrogate(r) {
-				r2 := rune(-1)
-				if j+1 < len(s.b) && s.b[j] == '\\' && s.b[j+1] == 'u' {
-					if v, ok := hex4(s.b, j+2); ok {
-						r2 = v
-					}
-				}
-				if dec := utf16.DecodeRune(r, r2); dec != utf8.RuneError {
-					r = dec
-					j += 6
-				} else {
-					r = utf8.RuneError
-				}
-			}
-			dst = utf8.AppendRune(dst, r)
-			continue
-		default:
-			return dst, false
-		}
-		j += 2
-	}
-	return dst, false
-}
-
-func hex4(b []byte, at int) (rune, bool) {
-	if at+4 > len(b) {
-		return 0, false
-	}
-	var r rune
-	for _, c := range b[at : at+4] {
-		switch {
-		case '0' <= c && c <= '9':
-			c -= '0'
-		case 'a' <= c && c <= 'f':
-			c -= 'a' - 10
-		case 'A' <= c && c <= 'F':
-			c -= 'A' - 10
-		default:
-			return 0, false
-		}
-		r = r<<4 | rune(c)
-	}
-	return r, true
+	return jsonstr.AppendUnquoteBytes(dst, q)
 }
 
 // int reads a non-negative integer without a leading zero, small enough for an int.
 func (s *scan) int() (int, bool) {
-	s.ws()
+	s.i = jsonstr.SkipSpace(s.b, s.i)
 	start, n := s.i, 0
 	for s.i < len(s.b) && '0' <= s.b[s.i] && s.b[s.i] <= '9' {
 		if n > 1<<30 {
@@ -218,13 +129,13 @@ func parseDelta(data, scratch []byte) (d fastDelta, ok bool) {
 	}
 	var seenType, seenIndex, seenDelta bool
 	for {
-		key, ok := s.plain()
+		key, ok := s.name()
 		if !ok || !s.byte(':') {
 			return d, false
 		}
 		switch string(key) {
 		case "type":
-			v, ok := s.plain()
+			v, ok := s.name()
 			if !ok || seenType || string(v) != "content_block_delta" {
 				return d, false
 			}
@@ -243,12 +154,12 @@ func parseDelta(data, scratch []byte) (d fastDelta, ok bool) {
 			var field []byte
 			var seenValue bool
 			for {
-				k, ok := s.plain()
+				k, ok := s.name()
 				if !ok || !s.byte(':') {
 					return d, false
 				}
 				if string(k) == "type" {
-					v, ok := s.plain()
+					v, ok := s.name()
 					if !ok || d.typ != "" {
 						return d, false
 					}
@@ -288,8 +199,7 @@ func parseDelta(data, scratch []byte) (d fastDelta, ok bool) {
 		}
 		break
 	}
-	s.ws()
-	if s.i != len(s.b) || !seenType || !seenIndex || !seenDelta {
+	if jsonstr.SkipSpace(s.b, s.i) != len(s.b) || !seenType || !seenIndex || !seenDelta {
 		return d, false
 	}
 	return d, true

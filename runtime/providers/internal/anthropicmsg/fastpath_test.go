@@ -3,6 +3,8 @@ package anthropicmsg
 import (
 	"encoding/json"
 	"testing"
+
+	"github.com/llmgw/gateway/runtime/internal/jsonstr"
 )
 
 func TestParseDelta(t *testing.T) {
@@ -72,17 +74,17 @@ func FuzzParseDelta(f *testing.F) {
 			want = ev.Delta.Signature
 		}
 		if ev.Type != "content_block_delta" || ev.Index != d.index || ev.Delta.Type != d.typ ||
-			decoded(t, appendString(nil, d.value)) != decoded(t, appendString(nil, want)) {
+			decoded(t, jsonstr.AppendString(nil, d.value)) != decoded(t, jsonstr.AppendString(nil, want)) {
 			t.Fatalf("fast path %d %s %q, encoding/json %s %d %s %q: %s", d.index, d.typ, d.value, ev.Type, ev.Index, ev.Delta.Type, want, in)
 		}
 	})
 }
 
-// decoded reads back a JSON string appendString wrote.
+// decoded reads back a JSON string jsonstr.AppendString wrote.
 func decoded(t *testing.T, b []byte) string {
 	var s string
 	if err := json.Unmarshal(b, &s); err != nil {
-		t.Fatalf("appendString wrote %s: %v", b, err)
+		t.Fatalf("jsonstr.AppendString wrote %s: %v", b, err)
 	}
 	return s
 }

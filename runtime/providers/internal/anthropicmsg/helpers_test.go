@@ -7,6 +7,8 @@ import (
 	"reflect"
 	"testing"
 	"time"
+
+	"github.com/llmgw/gateway/runtime/schema"
 )
 
 // fixedNow pins "created" to 1700000000 for the golden files.
@@ -58,3 +60,12 @@ func readBench(name string) ([]byte, error) {
 }
 
 func readBenchFile(name string) ([]byte, error) { return os.ReadFile(name) }
+
+// requestOf decodes an OpenAI body as callers' bodies are decoded (providers.Call.Chat), then translates it.
+func requestOf(openAIBody []byte, opts RequestOptions) ([]byte, string, error) {
+	in, err := schema.DecodeChat(openAIBody)
+	if err != nil {
+		return nil, "", err
+	}
+	return Request(in, opts)
+}

@@ -3,14 +3,12 @@ package anthropicmsg
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/llmgw/gateway/runtime/gwerr"
-	"github.com/llmgw/gateway/runtime/providers/internal/openaiwire"
+	"github.com/llmgw/gateway/runtime/schema"
 )
 
 // DefaultMaxTokens is the max_tokens sent when the request sets neither max_tokens nor max_completion_tokens:
@@ -30,8 +28,9 @@ type RequestOptions struct {
 	Stream *bool
 }
 
-// Request translates an OpenAI chat completion request body into an Anthropic Messages request body.
-// The returned model is the request's model. Errors are *gwerr.Error 400 naming the field.
+// Request translates an OpenAI chat completion request (providers.Call.Chat's, or schema.DecodeChat's) into an
+// Anthropic Messages request body; in is only read. The returned model is the request's model. Errors are
+// *gwerr.Error 400 naming the field.
 //
 // System and developer messages become the top-level "system" (in order, wherever they stand); tool messages
 // become tool_result blocks of a user message; consecutive messages of one role are merged, as Anthropic wants
@@ -39,11 +38,7 @@ type RequestOptions struct {
 // required unless OmitModel is set (the caller then takes it from elsewhere when the body has none). Fields
 // without an Anthropic equivalent (frequency_penalty, logit_bias, seed, response_format, ...) are ignored;
 // n above 1 is refused, as Anthropic answers one choice.
-func Request(openAIBody []byte, opts RequestOptions) (body []byte, model string, err error) {
-	var in openAIRequest
-	if err := json.Unmarshal(openAIBody, &in); err != nil {
-		return nil, "", decodeError("", err)
-	}
+func Request(in *schema.ChatRequest, opts RequestOptions) (body []byte, model string, err error) {
 	if in.Model == "" && !opts.OmitModel {
 		return nil, "", gwerr.BadRequest("model", "model is required")
 	}
@@ -87,16 +82,16 @@ func Request(openAIBody []byte, opts RequestOptions) (body []byte, model string,
 	if len(in.Messages) == 0 {
 		return nil, "", gwerr.BadRequest("messages", "messages must hold at least one message")
 	}
-	for i, raw := range in.Messages {
-		if err := addMessage(&out, i, raw); err != nil {
+	for i := range in.Messages {
+		if err := addMessage(&out, in, i); err != nil {
 			return nil, "", err
 		}
 	}
 	if out.Messages == nil {
 		return nil, "", gwerr.BadRequest("messages", "messages must hold at least one user or assistant message")
 	}
-	for i, raw := range in.Tools {
-		t, err := tool(i, raw)
+	for i := range in.Tools {
+		t, err := tool(in, i)
 		if err != nil {
 			return nil, "", err
 		}
@@ -116,52 +111,6 @@ func Request(openAIBody []byte, opts RequestOptions) (body []byte, model string,
 		return nil, "", fmt.Errorf("anthropicmsg: encode request: %w", err)
 	}
 	return body, in.Model, nil
-}
-
-// decodeError turns a JSON decoding error into a 400 that names the field below prefix.
-func decodeError(prefix string, err error) *gwerr.Error {
-	var typeErr *json.UnmarshalTypeError
-	if errors.As(err, &typeErr) {
-		param := joinParam(prefix, typeErr.Field)
-		if param == "" {
-			param = "body"
-		}
-		return gwerr.BadRequest(param, "%s must be %s, not %s", param, jsonKind(typeErr.Type.Kind().String()), typeErr.Value)
-	}
-	param := prefix
-	if param == "" {
-		param = "body"
-	}
-	return gwerr.BadRequest(param, "%s is not valid JSON: %v", param, err)
-}
-
-func joinParam(prefix, field string) string {
-	switch {
-	case prefix == "":
-		return field
-	case field == "":
-		return prefix
-	}
-	return prefix + "." + field
-}
-
-// jsonKind names a Go kind the way a JSON user would.
-func jsonKind(kind string) string {
-	switch kind {
-	case "string":
-		return "a string"
-	case "bool":
-		return "a boolean"
-	case "slice", "array":
-		return "an array"
-	case "struct", "map":
-		return "an object"
-	case "int", "int8", "int16", "int32", "int64", "uint", "uint8", "uint16", "uint32", "uint64":
-		return "an integer"
-	case "float32", "float64":
-		return "a number"
-	}
-	return "another type"
 }
 
 func nullToEmpty(raw json.RawMessage) json.RawMessage {
@@ -204,13 +153,10 @@ func stopSequences(raw json.RawMessage) ([]string, error) {
 	return out, nil
 }
 
-// addMessage translates messages[i] and appends it to out, merging it into the previous message of its role.
-func addMessage(out *messagesRequest, i int, raw json.RawMessage) error {
-	param := "messages[" + strconv.Itoa(i) + "]"
-	var m openaiwire.ChatMessage
-	if err := json.Unmarshal(raw, &m); err != nil {
-		return decodeError(param, err)
-	}
+// addMessage translates in's messages[i] and appends it to out, merging it into the previous message of its role.
+func addMessage(out *messagesRequest, in *schema.ChatRequest, i int) error {
+	param := schema.Index("messages", i)
+	m := &in.Messages[i]
 	switch m.Role {
 	case "system", "developer":
 		blocks, err := systemBlocks(param+".content", m.Content)
@@ -232,7 +178,7 @@ func addMessage(out *messagesRequest, i int, raw json.RawMessage) error {
 			return err
 		}
 		for j, call := range m.ToolCalls {
-			block, err := toolUse(param+".tool_calls["+strconv.Itoa(j)+"]", &call)
+			block, err := toolUse(schema.Index(param+".tool_calls", j), &call)
 			if err != nil {
 				return err
 			}
@@ -308,13 +254,13 @@ func systemBlocks(param string, raw json.RawMessage) ([]textBlock, error) {
 		}
 		return []textBlock{{Type: "text", Text: s}}, nil
 	}
-	var parts []openAIPart
-	if err := json.Unmarshal(raw, &parts); err != nil {
-		return nil, contentTypeError(param, raw, err)
+	parts, err := contentParts(param, raw)
+	if err != nil {
+		return nil, err
 	}
 	var out []textBlock
 	for j, p := range parts {
-		pp := param + "[" + strconv.Itoa(j) + "]"
+		pp := schema.Index(param, j)
 		if p.Type != "text" {
 			return nil, gwerr.BadRequest(pp+".type", "%s.type must be text in a system message, not %q", pp, p.Type)
 		}
@@ -328,12 +274,12 @@ func systemBlocks(param string, raw json.RawMessage) ([]textBlock, error) {
 	return out, nil
 }
 
-func contentTypeError(param string, raw json.RawMessage, err error) error {
-	var typeErr *json.UnmarshalTypeError
-	if errors.As(err, &typeErr) && typeErr.Field != "" {
-		return decodeError(param, err)
+// contentParts reads a content that is not a string: an array of parts.
+func contentParts(param string, raw json.RawMessage) ([]schema.ContentPart, error) {
+	if b := bytes.TrimSpace(raw); len(b) == 0 || b[0] != '[' {
+		return nil, gwerr.BadRequest(param, "%s must be a string or an array of content parts", param)
 	}
-	return gwerr.BadRequest(param, "%s must be a string or an array of content parts", param)
+	return schema.DecodeParts(raw, param)
 }
 
 // contentBlocks reads a user, assistant or tool message's content: a string, or parts of type text and
@@ -350,17 +296,15 @@ func contentBlocks(param string, raw json.RawMessage, assistant bool) ([]any, er
 		}
 		return []any{textBlock{Type: "text", Text: s}}, nil
 	}
-	var rawParts []json.RawMessage
-	if err := json.Unmarshal(raw, &rawParts); err != nil {
-		return nil, gwerr.BadRequest(param, "%s must be a string or an array of content parts", param)
+	parts, err := contentParts(param, raw)
+	if err != nil {
+		return nil, err
 	}
-	out := make([]any, 0, len(rawParts))
-	for j, rp := range rawParts {
-		pp := param + "[" + strconv.Itoa(j) + "]"
-		var p openAIPart
-		if err := json.Unmarshal(rp, &p); err != nil {
-			return nil, decodeError(pp, err)
-		}
+	out := make([]any, 0, len(parts))
+	var whole []json.RawMessage // the parts as sent, read only for thinking blocks
+	for j := range parts {
+		p := &parts[j]
+		pp := schema.Index(param, j)
 		switch p.Type {
 		case "text":
 			if p.Text == nil {
@@ -383,14 +327,17 @@ func contentBlocks(param string, raw json.RawMessage, assistant bool) ([]any, er
 			if !assistant {
 				return nil, gwerr.BadRequest(pp+".type", "%s.type %s is allowed only in an assistant message", pp, p.Type)
 			}
-			out = append(out, rp)
+			// Passed on whole: Anthropic checks the signature against the block it sent.
+			if whole == nil {
+				if whole, err = rawParts(raw); err != nil {
+					return nil, err
+				}
+			}
+			out = append(out, whole[j])
 		case "refusal":
 			// An assistant's refusal has no Anthropic block; its text is the closest.
-			var r struct {
-				Refusal string `json:"refusal"`
-			}
-			if json.Unmarshal(rp, &r) == nil && r.Refusal != "" && assistant {
-				out = append(out, textBlock{Type: "text", Text: r.Refusal})
+			if p.Refusal != "" && assistant {
+				out = append(out, textBlock{Type: "text", Text: p.Refusal})
 				continue
 			}
 			return nil, gwerr.BadRequest(pp+".type", "%s.type refusal is allowed only in an assistant message", pp)
@@ -403,18 +350,23 @@ func contentBlocks(param string, raw json.RawMessage, assistant bool) ([]any, er
 	return out, nil
 }
 
+// rawParts splits an array content that DecodeParts has read, so no error is expected.
+func rawParts(raw json.RawMessage) ([]json.RawMessage, error) {
+	var parts []json.RawMessage
+	if err := json.Unmarshal(raw, &parts); err != nil {
+		return nil, fmt.Errorf("anthropicmsg: split content parts: %w", err)
+	}
+	return parts, nil
+}
+
 // image translates an image_url part: a data: URL becomes a base64 source, an http(s) URL a url source.
 func image(param string, raw json.RawMessage) (imageBlock, error) {
-	var ref struct {
-		URL string `json:"url"`
-	}
 	if isNull(raw) {
 		return imageBlock{}, gwerr.BadRequest(param, "%s is required", param)
 	}
-	if err := json.Unmarshal(raw, &ref); err != nil {
-		if json.Unmarshal(raw, &ref.URL) != nil { // some clients send the URL as a bare string
-			return imageBlock{}, gwerr.BadRequest(param, "%s must be an object with url", param)
-		}
+	ref, err := schema.DecodeImageURL(raw, param)
+	if err != nil {
+		return imageBlock{}, err
 	}
 	u := ref.URL
 	switch {
@@ -434,7 +386,7 @@ func image(param string, raw json.RawMessage) (imageBlock, error) {
 }
 
 // toolUse turns an assistant's tool call into a tool_use block; its arguments must be a JSON object.
-func toolUse(param string, call *openaiwire.ToolCall) (toolUseBlock, error) {
+func toolUse(param string, call *schema.ToolCall) (toolUseBlock, error) {
 	if call.Type != "" && call.Type != "function" {
 		return toolUseBlock{}, gwerr.BadRequest(param+".type", "%s.type must be function", param)
 	}
@@ -454,26 +406,23 @@ func toolUse(param string, call *openaiwire.ToolCall) (toolUseBlock, error) {
 	return toolUseBlock{Type: "tool_use", ID: call.ID, Name: call.Function.Name, Input: input}, nil
 }
 
-// tool translates tools[i]: a function becomes a tool whose input_schema is the function's parameters.
-func tool(i int, raw json.RawMessage) (toolParam, error) {
-	param := "tools[" + strconv.Itoa(i) + "]"
-	var t openAITool
-	if err := json.Unmarshal(raw, &t); err != nil {
-		return toolParam{}, decodeError(param, err)
-	}
+// tool translates in's tools[i]: a function becomes a tool whose input_schema is the function's parameters.
+func tool(in *schema.ChatRequest, i int) (toolParam, error) {
+	param := schema.Index("tools", i)
+	t := &in.Tools[i]
 	if t.Type != "function" {
 		return toolParam{}, gwerr.BadRequest(param+".type", "%s.type must be function, not %q", param, t.Type)
 	}
 	if t.Function == nil || t.Function.Name == "" {
 		return toolParam{}, gwerr.BadRequest(param+".function.name", "%s.function.name is required", param)
 	}
-	schema := nullToEmpty(t.Function.Parameters)
-	if schema == nil {
-		schema = json.RawMessage(`{"type":"object","properties":{}}`)
-	} else if b := bytes.TrimSpace(schema); len(b) == 0 || b[0] != '{' {
+	inputSchema := nullToEmpty(t.Function.Parameters)
+	if inputSchema == nil {
+		inputSchema = json.RawMessage(`{"type":"object","properties":{}}`)
+	} else if b := bytes.TrimSpace(inputSchema); len(b) == 0 || b[0] != '{' {
 		return toolParam{}, gwerr.BadRequest(param+".function.parameters", "%s.function.parameters must be a JSON schema object", param)
 	}
-	return toolParam{Name: t.Function.Name, Description: t.Function.Description, InputSchema: schema,
+	return toolParam{Name: t.Function.Name, Description: t.Function.Description, InputSchema: inputSchema,
 		CacheControl: nullToEmpty(t.CacheControl)}, nil
 }
 
@@ -495,12 +444,7 @@ func toolChoice(raw json.RawMessage, parallel *bool) (*toolChoiceParam, error) {
 				return nil, gwerr.BadRequest("tool_choice", "tool_choice must be auto, none, required or a function, not %q", s)
 			}
 		} else {
-			var named struct {
-				Type     string `json:"type"`
-				Function struct {
-					Name string `json:"name"`
-				} `json:"function"`
-			}
+			var named schema.NamedToolChoice
 			if err := json.Unmarshal(raw, &named); err != nil || named.Type != "function" || named.Function.Name == "" {
 				return nil, gwerr.BadRequest("tool_choice", `tool_choice must be auto, none, required or {"type":"function","function":{"name":...}}`)
 			}

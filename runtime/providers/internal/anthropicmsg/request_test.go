@@ -26,7 +26,7 @@ func TestRequestGolden(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			in := readFile(t, filepath.Join("testdata", "request", tc.name+".openai.json"))
 			want := readFile(t, filepath.Join("testdata", "request", tc.name+".anthropic.json"))
-			got, model, err := Request(in, tc.opts)
+			got, model, err := requestOf(in, tc.opts)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -43,7 +43,7 @@ func TestRequestErrors(t *testing.T) {
 		name, body, param string
 		opts              RequestOptions
 	}{
-		{"not JSON", `{"model":`, "body", RequestOptions{}},
+		{"not JSON", `{"model":`, "", RequestOptions{}}, // schema's decoding: invalid_json, naming no field
 		{"messages not an array", `{"model":"m","messages":"hi"}`, "messages", RequestOptions{}},
 		{"no model", `{"messages":[{"role":"user","content":"hi"}]}`, "model", RequestOptions{}},
 		{"no messages", `{"model":"m","messages":[]}`, "messages", RequestOptions{}},
@@ -80,13 +80,17 @@ func TestRequestErrors(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			body, _, err := Request([]byte(tc.body), tc.opts)
+			body, _, err := requestOf([]byte(tc.body), tc.opts)
 			var ge *gwerr.Error
 			if !errors.As(err, &ge) {
 				t.Fatalf("err = %v (body %s), want a *gwerr.Error", err, body)
 			}
-			if ge.Status != http.StatusBadRequest || ge.Code != gwerr.CodeInvalidRequest {
-				t.Errorf("status %d code %s, want 400 invalid_request", ge.Status, ge.Code)
+			wantCode := gwerr.CodeInvalidRequest
+			if tc.param == "" {
+				wantCode = gwerr.CodeInvalidJSON
+			}
+			if ge.Status != http.StatusBadRequest || ge.Code != wantCode {
+				t.Errorf("status %d code %s, want 400 %s", ge.Status, ge.Code, wantCode)
 			}
 			if ge.Param != tc.param {
 				t.Errorf("param = %q, want %q (message %q)", ge.Param, tc.param, ge.Message)
@@ -130,7 +134,7 @@ func TestRequestEdges(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			got, _, err := Request([]byte(tc.body), tc.opts)
+			got, _, err := requestOf([]byte(tc.body), tc.opts)
 			if err != nil {
 				t.Fatal(err)
 			}

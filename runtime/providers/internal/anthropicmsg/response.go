@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/llmgw/gateway/runtime/providers/internal/openaiwire"
+	"github.com/llmgw/gateway/runtime/schema"
 )
 
 // now is the clock of "created"; tests replace it.
@@ -34,8 +34,8 @@ func Response(anthropicBody []byte, strict bool) ([]byte, error) {
 	if m.Type != "message" && m.Type != "" {
 		return nil, fmt.Errorf("anthropicmsg: answer of type %q, want message", m.Type)
 	}
-	out := completion{ID: m.ID, Object: "chat.completion", Created: now().Unix(), Model: m.Model,
-		Choices: []choice{{FinishReason: FinishReason(m.StopReason)}}}
+	out := schema.Completion{ID: m.ID, Object: "chat.completion", Created: now().Unix(), Model: m.Model,
+		Choices: []schema.Choice{{FinishReason: FinishReason(m.StopReason)}}}
 	msg := &out.Choices[0].Message
 	msg.Role = "assistant"
 	var text strings.Builder
@@ -47,18 +47,18 @@ func Response(anthropicBody []byte, strict bool) ([]byte, error) {
 			hasText = true
 			text.WriteString(b.Text)
 			if !strict {
-				msg.ContentBlocks = append(msg.ContentBlocks, blockOut{Type: "text", Text: &b.Text})
+				msg.ContentBlocks = append(msg.ContentBlocks, schema.ContentBlock{Type: "text", Text: b.Text})
 			}
 		case "thinking":
 			if !strict {
-				msg.ContentBlocks = append(msg.ContentBlocks, blockOut{Type: "thinking", Thinking: &b.Thinking, Signature: &b.Signature})
+				msg.ContentBlocks = append(msg.ContentBlocks, schema.ContentBlock{Type: "thinking", Thinking: b.Thinking, Signature: b.Signature})
 			}
 		case "redacted_thinking":
 			if !strict {
-				msg.ContentBlocks = append(msg.ContentBlocks, blockOut{Type: "redacted_thinking", Data: &b.Data})
+				msg.ContentBlocks = append(msg.ContentBlocks, schema.ContentBlock{Type: "redacted_thinking", Data: b.Data})
 			}
 		case "tool_use":
-			var call openaiwire.ToolCall
+			var call schema.ToolCall
 			call.ID, call.Type, call.Function.Name = b.ID, "function", b.Name
 			call.Function.Arguments = compactArgs(b.Input)
 			msg.ToolCalls = append(msg.ToolCalls, call)
@@ -70,7 +70,8 @@ func Response(anthropicBody []byte, strict bool) ([]byte, error) {
 		msg.Content = &s
 	}
 	if m.Usage != nil {
-		out.Usage = openAIUsageOf(m.Usage)
+		u := openAIUsage(m.Usage, nil)
+		out.Usage = &u
 	}
 	return json.Marshal(&out)
 }
@@ -93,24 +94,48 @@ func compactArgs(input json.RawMessage) string {
 func FinishReason(stopReason string) string {
 	switch stopReason {
 	case "max_tokens", "model_context_window_exceeded":
-		return openaiwire.FinishLength
+		return schema.FinishLength
 	case "tool_use":
-		return openaiwire.FinishToolCalls
+		return schema.FinishToolCalls
 	case "refusal":
-		return openaiwire.FinishContentFilter
+		return schema.FinishContentFilter
 	}
-	return openaiwire.FinishStop
+	return schema.FinishStop
 }
 
-func openAIUsageOf(u *usage) *openaiwire.Usage {
+// openAIUsage counts cache reads and cache writes in prompt_tokens, and cache reads in
+// prompt_tokens_details.cached_tokens when Anthropic reported them. Those details are written to details, or
+// to a new value when it is nil: a stream passes its own so that its last chunk allocates nothing.
+func openAIUsage(u *usage, details *schema.PromptTokensDetails) schema.Usage {
 	in, out := val(u.InputTokens), val(u.OutputTokens)
 	read, write := val(u.CacheReadInputTokens), val(u.CacheCreationInputTokens)
-	o := &openaiwire.Usage{PromptTokens: in + read + write, CompletionTokens: out}
+	o := schema.Usage{PromptTokens: in + read + write, CompletionTokens: out}
 	o.TotalTokens = o.PromptTokens + o.CompletionTokens
 	if u.CacheReadInputTokens != nil {
-		o.PromptTokensDetails = &openaiwire.PromptTokensDetails{CachedTokens: read}
+		if details == nil {
+			details = new(schema.PromptTokensDetails)
+		}
+		details.CachedTokens = read
+		o.PromptTokensDetails = details
 	}
 	return o
+}
+
+// update takes the counts v reports: a stream reports some in message_start and the rest in message_delta.
+// It keeps v's pointers, which decoding allocates afresh for every event.
+func (u *usage) update(v *usage) {
+	if v.InputTokens != nil {
+		u.InputTokens = v.InputTokens
+	}
+	if v.OutputTokens != nil {
+		u.OutputTokens = v.OutputTokens
+	}
+	if v.CacheReadInputTokens != nil {
+		u.CacheReadInputTokens = v.CacheReadInputTokens
+	}
+	if v.CacheCreationInputTokens != nil {
+		u.CacheCreationInputTokens = v.CacheCreationInputTokens
+	}
 }
 
 func val(p *int64) int64 {

@@ -7,11 +7,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"strconv"
 	"sync"
 
-	"github.com/llmgw/gateway/runtime/internal/jsonstr"
-	"github.com/llmgw/gateway/runtime/providers/internal/openaiwire"
+	"github.com/llmgw/gateway/runtime/schema"
 )
 
 // MaxEventSize bounds one server-sent event of an Anthropic stream; a longer one breaks the stream.
@@ -72,13 +70,10 @@ type stream struct {
 	ev      event
 	scratch []byte // the unescaped value of a delta read by parseDelta
 
-	prefix   []byte // `data: {"id":...,"choices":[{"index":0,"delta":` of every chunk
-	finished bool   // the chunk with finish_reason is out
+	w        schema.ChunkWriter
+	finished bool // the chunk with finish_reason is out
 	tools    []toolSlot
-	in, outT int64 // usage so far
-	read     int64
-	write    int64
-	hasRead  bool
+	tokens   usage // the counts reported so far, the latest of each
 	hasUsage bool
 }
 
@@ -137,8 +132,6 @@ func (s *stream) step() error {
 	}
 	return s.field(line)
 }
-
-var doneEvent = []byte("data: [DONE]\n\n")
 
 // errDone ends the stream after [DONE]; Read reports it as io.EOF.
 var errDone = io.EOF
@@ -203,7 +196,7 @@ func (s *stream) dispatch() error {
 	ev := &s.ev
 	switch ev.Type {
 	case "message_start":
-		if s.prefix != nil {
+		if s.w.Started() {
 			return nil
 		}
 		var id, model string
@@ -212,32 +205,26 @@ func (s *stream) dispatch() error {
 			s.addUsage(m.Usage)
 		}
 		s.start(id, model)
-		s.chunk(append(s.deltaBuf(), `{"role":"assistant","content":""}`...))
+		s.out = s.w.Role(s.out)
 	case "content_block_start":
 		s.start("", "")
 		b := &ev.ContentBlock
 		switch b.Type {
 		case "text":
 			if b.Text != "" {
-				s.chunk(append(appendString(append(s.deltaBuf(), `{"content":`...), b.Text), '}'))
+				s.out = schema.Content(&s.w, s.out, b.Text)
 			}
 		case "tool_use":
 			call := len(s.tools)
 			s.tools = append(s.tools, toolSlot{block: ev.Index, call: call})
-			d := append(s.deltaBuf(), `{"tool_calls":[{"index":`...)
-			d = strconv.AppendInt(d, int64(call), 10)
-			d = appendString(append(d, `,"id":`...), b.ID)
-			d = appendString(append(d, `,"type":"function","function":{"name":`...), b.Name)
-			s.chunk(append(d, `,"arguments":""}}]}`...))
+			s.out = s.w.ToolCallStart(s.out, call, b.ID, b.Name)
 		case "thinking":
 			if !s.strict && b.Thinking != "" {
-				s.chunk(blockDelta(s, ev.Index, "thinking", b.Thinking))
+				s.out = schema.BlockPiece(&s.w, s.out, ev.Index, "thinking", b.Thinking)
 			}
 		case "redacted_thinking":
 			if !s.strict {
-				d := s.blockDeltaStart(ev.Index)
-				d = appendString(append(d, `"type":"redacted_thinking","data":`...), b.Data)
-				s.chunk(append(d, "}}]}"...))
+				s.out = s.w.RedactedThinking(s.out, ev.Index, b.Data)
 			}
 		}
 	case "content_block_delta":
@@ -262,9 +249,9 @@ func (s *stream) dispatch() error {
 	case "message_stop":
 		s.start("", "")
 		if !s.finished {
-			s.finish(openaiwire.FinishStop)
+			s.finish(schema.FinishStop)
 		}
-		s.out = append(s.out, doneEvent...)
+		s.out = append(s.out, schema.DoneEvent...)
 		return errDone
 	case "error":
 		return &StreamError{Type: ev.Error.Type, Message: ev.Error.Message}
@@ -273,35 +260,11 @@ func (s *stream) dispatch() error {
 	return nil
 }
 
-// start makes the chunk prefix once, from message_start or, when a stream lacks one, empty.
+// start fixes what every chunk repeats, once: from message_start or, when a stream lacks one, empty.
 func (s *stream) start(id, model string) {
-	if s.prefix != nil {
-		return
+	if !s.w.Started() {
+		s.w.Start(id, now().Unix(), model)
 	}
-	p := make([]byte, 0, 96+len(id)+len(model))
-	p = appendString(append(p, `data: {"id":`...), id)
-	p = strconv.AppendInt(append(p, `,"object":"chat.completion.chunk","created":`...), now().Unix(), 10)
-	p = appendString(append(p, `,"model":`...), model)
-	s.prefix = append(p, `,"choices":[{"index":0,"delta":`...)
-}
-
-// deltaBuf returns s.out ready for a delta: the pending output followed by the chunk prefix.
-func (s *stream) deltaBuf() []byte { return append(s.out, s.prefix...) }
-
-// chunk ends a chunk whose delta has been appended to deltaBuf's slice.
-func (s *stream) chunk(b []byte) { s.out = append(b, `,"finish_reason":null}]}`+"\n\n"...) }
-
-func (s *stream) blockDeltaStart(index int) []byte {
-	d := append(s.deltaBuf(), `{"content_blocks":[{"index":`...)
-	d = strconv.AppendInt(d, int64(index), 10)
-	return append(d, `,"delta":{`...)
-}
-
-func blockDelta[S ~string | ~[]byte](s *stream, index int, field string, value S) []byte {
-	d := append(s.blockDeltaStart(index), '"')
-	d = append(d, field...)
-	d = appendString(append(d, `":`...), value)
-	return append(d, "}}]}"...)
 }
 
 // emitDelta translates a content_block_delta: text, tool-call arguments, or (when not strict) thinking and its
@@ -312,23 +275,20 @@ func emitDelta[S ~string | ~[]byte](s *stream, index int, typ string, v S) {
 	}
 	switch typ {
 	case "text_delta":
-		s.chunk(append(appendString(append(s.deltaBuf(), `{"content":`...), v), '}'))
+		s.out = schema.Content(&s.w, s.out, v)
 	case "input_json_delta":
 		call := s.toolCall(index)
 		if call < 0 {
 			return // arguments of a tool call that never started
 		}
-		b := append(s.deltaBuf(), `{"tool_calls":[{"index":`...)
-		b = strconv.AppendInt(b, int64(call), 10)
-		b = appendString(append(b, `,"function":{"arguments":`...), v)
-		s.chunk(append(b, "}}]}"...))
+		s.out = schema.ToolCallArgs(&s.w, s.out, call, v)
 	case "thinking_delta":
 		if !s.strict {
-			s.chunk(blockDelta(s, index, "thinking", v))
+			s.out = schema.BlockPiece(&s.w, s.out, index, "thinking", v)
 		}
 	case "signature_delta":
 		if !s.strict {
-			s.chunk(blockDelta(s, index, "signature", v))
+			s.out = schema.BlockPiece(&s.w, s.out, index, "signature", v)
 		}
 	}
 }
@@ -347,39 +307,17 @@ func (s *stream) addUsage(u *usage) {
 		return
 	}
 	s.hasUsage = true
-	if u.InputTokens != nil {
-		s.in = *u.InputTokens
-	}
-	if u.OutputTokens != nil {
-		s.outT = *u.OutputTokens
-	}
-	if u.CacheReadInputTokens != nil {
-		s.read, s.hasRead = *u.CacheReadInputTokens, true
-	}
-	if u.CacheCreationInputTokens != nil {
-		s.write = *u.CacheCreationInputTokens
-	}
+	s.tokens.update(u)
 }
 
 // finish writes the last chunk: an empty delta, the finish reason, and the usage when the stream reported any.
 func (s *stream) finish(reason string) {
 	s.finished = true
-	b := append(s.deltaBuf(), `{},"finish_reason":`...)
-	b = appendString(b, reason)
-	b = append(b, "}]"...)
-	if s.hasUsage {
-		prompt := s.in + s.read + s.write
-		b = strconv.AppendInt(append(b, `,"usage":{"prompt_tokens":`...), prompt, 10)
-		b = strconv.AppendInt(append(b, `,"completion_tokens":`...), s.outT, 10)
-		b = strconv.AppendInt(append(b, `,"total_tokens":`...), prompt+s.outT, 10)
-		if s.hasRead {
-			b = strconv.AppendInt(append(b, `,"prompt_tokens_details":{"cached_tokens":`...), s.read, 10)
-			b = append(b, '}')
-		}
-		b = append(b, '}')
+	if !s.hasUsage {
+		s.out = s.w.Finish(s.out, reason, nil)
+		return
 	}
-	s.out = append(b, "}\n\n"...)
+	var details schema.PromptTokensDetails
+	u := openAIUsage(&s.tokens, &details)
+	s.out = s.w.Finish(s.out, reason, &u)
 }
-
-// appendString appends s as a JSON string (jsonstr.AppendString).
-func appendString[S ~string | ~[]byte](dst []byte, s S) []byte { return jsonstr.AppendString(dst, s) }

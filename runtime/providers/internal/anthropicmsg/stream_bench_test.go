@@ -82,7 +82,7 @@ func BenchmarkRequest(b *testing.B) {
 	}
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, _, err := Request(in, RequestOptions{}); err != nil {
+		if _, _, err := requestOf(in, RequestOptions{}); err != nil {
 			b.Fatal(err)
 		}
 	}

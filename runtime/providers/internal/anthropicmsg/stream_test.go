@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/llmgw/gateway/runtime/internal/jsonstr"
 )
 
 // events splits OpenAI SSE output into its events' data.
@@ -227,7 +229,7 @@ func TestAppendString(t *testing.T) {
 	tests := []string{"", "plain", "quote \" backslash \\ slash /", "\n\r\t\x00\x1f\x7f", "é 😀 \u2028 \u2029", "bad \xff utf8", "<html>&amp;"}
 	for _, s := range tests {
 		t.Run(s, func(t *testing.T) {
-			got := appendString(nil, s)
+			got := jsonstr.AppendString(nil, s)
 			var back string
 			if err := json.Unmarshal(got, &back); err != nil {
 				t.Fatalf("%s: %v", got, err)

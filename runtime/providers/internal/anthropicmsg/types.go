@@ -1,47 +1,6 @@
 package anthropicmsg
 
-import (
-	"encoding/json"
-
-	"github.com/llmgw/gateway/runtime/providers/internal/openaiwire"
-)
-
-// ---- OpenAI chat completion request (what callers send) ----
-
-// openAIRequest is the part of an OpenAI chat completion request that Anthropic has an equivalent for. Messages
-// are decoded one by one so that an error names its index.
-type openAIRequest struct {
-	Model               string            `json:"model"`
-	Messages            []json.RawMessage `json:"messages"`
-	MaxTokens           *int64            `json:"max_tokens"`
-	MaxCompletionTokens *int64            `json:"max_completion_tokens"`
-	Temperature         *float64          `json:"temperature"`
-	TopP                *float64          `json:"top_p"`
-	TopK                *int64            `json:"top_k"` // not OpenAI's, but Anthropic's; passed through
-	N                   *int64            `json:"n"`
-	Stop                json.RawMessage   `json:"stop"`
-	Stream              bool              `json:"stream"`
-	Tools               []json.RawMessage `json:"tools"`
-	ToolChoice          json.RawMessage   `json:"tool_choice"`
-	ParallelToolCalls   *bool             `json:"parallel_tool_calls"`
-	User                string            `json:"user"`
-	Thinking            json.RawMessage   `json:"thinking"` // Anthropic's extended thinking, passed through
-}
-
-// openAIPart is one item of an array content. Anthropic-only keys (cache_control) are passed through; thinking
-// blocks an assistant message carries back (thinking, signature, data) are kept whole.
-type openAIPart struct {
-	Type         string          `json:"type"`
-	Text         *string         `json:"text"`
-	ImageURL     json.RawMessage `json:"image_url"`
-	CacheControl json.RawMessage `json:"cache_control"`
-}
-
-type openAITool struct {
-	Type         string                  `json:"type"`
-	Function     *openaiwire.FunctionDef `json:"function"`
-	CacheControl json.RawMessage         `json:"cache_control"`
-}
+import "encoding/json"
 
 // ---- Anthropic Messages request (what the provider receives) ----
 
@@ -151,38 +110,4 @@ type usage struct {
 type apiError struct {
 	Type    string `json:"type"`
 	Message string `json:"message"`
-}
-
-// ---- OpenAI chat completion answer (what callers get) ----
-
-type completion struct {
-	ID      string            `json:"id"`
-	Object  string            `json:"object"`
-	Created int64             `json:"created"`
-	Model   string            `json:"model"`
-	Choices []choice          `json:"choices"`
-	Usage   *openaiwire.Usage `json:"usage,omitempty"`
-}
-
-type choice struct {
-	Index        int             `json:"index"`
-	Message      assistantOutput `json:"message"`
-	FinishReason string          `json:"finish_reason"`
-	Logprobs     *struct{}       `json:"logprobs"`
-}
-
-type assistantOutput struct {
-	Role          string                `json:"role"`
-	Content       *string               `json:"content"`
-	ToolCalls     []openaiwire.ToolCall `json:"tool_calls,omitempty"`
-	ContentBlocks []blockOut            `json:"content_blocks,omitempty"`
-}
-
-// blockOut is a content_blocks item: text, thinking (with its signature) or redacted_thinking.
-type blockOut struct {
-	Type      string  `json:"type"`
-	Text      *string `json:"text,omitempty"`
-	Thinking  *string `json:"thinking,omitempty"`
-	Signature *string `json:"signature,omitempty"`
-	Data      *string `json:"data,omitempty"`
 }

@@ -13,7 +13,8 @@ import (
 	"time"
 
 	"github.com/llmgw/gateway/runtime/gwerr"
-	"github.com/llmgw/gateway/runtime/providers/internal/openaiwire"
+	"github.com/llmgw/gateway/runtime/internal/jsonstr"
+	"github.com/llmgw/gateway/runtime/schema"
 )
 
 // now and randomID are variables so that tests can pin them.
@@ -26,9 +27,9 @@ var (
 	}
 )
 
-// ChatRequest translates an OpenAI chat completion request body into a generateContent request body. The
-// returned model is the request's model with any "models/" prefix removed. Errors are *gwerr.Error 400 naming the
-// field.
+// ChatRequest translates an OpenAI chat completion request (decoded by providers.Call.Chat, shared and left
+// unchanged) into a generateContent request body. The returned model is ModelOf(in). Errors are *gwerr.Error 400
+// naming the field.
 //
 // System and developer messages become systemInstruction (in order, wherever they stand); user and tool messages
 // become "user" contents, assistant messages "model" contents, and consecutive contents of one role are merged, as
@@ -39,12 +40,8 @@ var (
 // gives when not strict) goes back as the part's thoughtSignature; for Gemini 3 models, which refuse a replayed
 // function call without one, the first call of a turn that lost it gets Google's documented skip value. Fields
 // without a Gemini equivalent (logit_bias, user, store, parallel_tool_calls, ...) are ignored.
-func ChatRequest(openAIBody []byte) (body []byte, model string, err error) {
-	var in openAIChatRequest
-	if err := json.Unmarshal(openAIBody, &in); err != nil {
-		return nil, "", decodeError("", err)
-	}
-	model = strings.TrimPrefix(in.Model, "models/")
+func ChatRequest(in *schema.ChatRequest) (body []byte, model string, err error) {
+	model = ModelOf(in)
 	if model == "" {
 		return nil, "", gwerr.BadRequest("model", "model is required")
 	}
@@ -53,18 +50,19 @@ func ChatRequest(openAIBody []byte) (body []byte, model string, err error) {
 	}
 	var out generateContentRequest
 	names := make(map[string]string) // tool call id → function name, for tool messages
-	for i, raw := range in.Messages {
-		if err := addMessage(&out, names, i, raw); err != nil {
+	for i := range in.Messages {
+		m := &in.Messages[i]
+		if err := addMessage(&out, names, i, m); err != nil {
 			return nil, "", err
 		}
 	}
 	if out.Contents == nil {
 		out.Contents = []content{} // Gemini names the problem better than a missing field would
 	}
-	if out.GenerationConfig, err = genConfig(&in, model); err != nil {
+	if out.GenerationConfig, err = genConfig(in, model); err != nil {
 		return nil, "", err
 	}
-	if out.Tools, err = tools(in.Tools); err != nil {
+	if out.Tools, err = tools(in); err != nil {
 		return nil, "", err
 	}
 	if out.ToolConfig, err = toolChoice(in.ToolChoice); err != nil {
@@ -112,19 +110,13 @@ func signFunctionCalls(contents []content) {
 	}
 }
 
+// msgParam names field of messages[i] in errors; one concatenation, as it is also built for messages that
+// decode well.
 func msgParam(i int, field string) string {
-	p := "messages[" + strconv.Itoa(i) + "]"
-	if field != "" {
-		p += "." + field
-	}
-	return p
+	return "messages[" + strconv.Itoa(i) + "]." + field
 }
 
-func addMessage(out *generateContentRequest, names map[string]string, i int, raw json.RawMessage) error {
-	var m openAIMessage
-	if err := json.Unmarshal(raw, &m); err != nil {
-		return decodeError(msgParam(i, ""), err)
-	}
+func addMessage(out *generateContentRequest, names map[string]string, i int, m *schema.Message) error {
 	switch m.Role {
 	case "system", "developer":
 		parts, err := textParts(i, m.Content)
@@ -208,8 +200,8 @@ func toolResponse(text string) json.RawMessage {
 	return b
 }
 
-func functionCallPart(i, j int, call *openAIToolCall) (part, error) {
-	param := func(f string) string { return msgParam(i, "tool_calls["+strconv.Itoa(j)+"]."+f) }
+func functionCallPart(i, j int, call *schema.ToolCall) (part, error) {
+	param := func(f string) string { return msgParam(i, schema.Index("tool_calls", j)+"."+f) }
 	if call.Type != "" && call.Type != "function" {
 		return part{}, gwerr.BadRequest(param("type"), "%s %q is not supported; only function tool calls are", param("type"), call.Type)
 	}
@@ -235,38 +227,42 @@ func contentKind(raw json.RawMessage) byte {
 	return raw[0]
 }
 
+// stringValue decodes raw, a JSON string (contentKind '"') of a request encoding/json has checked already,
+// without the allocations of encoding/json, which translation would pay for each message.
+func stringValue(raw json.RawMessage) string {
+	s, _ := jsonstr.Unquote(bytes.TrimSpace(raw))
+	return s
+}
+
 // textParts reads a system, developer or assistant content: a string or text (and refusal) parts.
 func textParts(i int, raw json.RawMessage) ([]part, error) {
 	switch contentKind(raw) {
 	case 'n':
 		return nil, nil
 	case '"':
-		var s string
-		if err := json.Unmarshal(raw, &s); err != nil {
-			return nil, decodeError(msgParam(i, "content"), err)
-		}
+		s := stringValue(raw)
 		if s == "" {
 			return nil, nil
 		}
 		return []part{{Text: s}}, nil
 	case '[':
-		var items []openAIPart
-		if err := json.Unmarshal(raw, &items); err != nil {
-			return nil, decodeError(msgParam(i, "content"), err)
+		items, err := schema.DecodeParts(raw, msgParam(i, "content"))
+		if err != nil {
+			return nil, err
 		}
 		parts := make([]part, 0, len(items))
 		for j := range items {
 			switch items[j].Type {
 			case "text":
-				if items[j].Text != "" {
-					parts = append(parts, part{Text: items[j].Text})
+				if t := items[j].Text; t != nil && *t != "" {
+					parts = append(parts, part{Text: *t})
 				}
 			case "refusal":
 				if items[j].Refusal != "" {
 					parts = append(parts, part{Text: items[j].Refusal})
 				}
 			default:
-				p := msgParam(i, "content["+strconv.Itoa(j)+"].type")
+				p := msgParam(i, schema.Index("content", j)+".type")
 				return nil, gwerr.BadRequest(p, "%s %q is not supported in this message; only text is", p, items[j].Type)
 			}
 		}
@@ -296,24 +292,30 @@ func userParts(i int, raw json.RawMessage) ([]part, error) {
 	if contentKind(raw) != '[' {
 		return textParts(i, raw)
 	}
-	var items []openAIPart
-	if err := json.Unmarshal(raw, &items); err != nil {
-		return nil, decodeError(msgParam(i, "content"), err)
+	items, err := schema.DecodeParts(raw, msgParam(i, "content"))
+	if err != nil {
+		return nil, err
 	}
 	parts := make([]part, 0, len(items))
 	for j := range items {
 		it := &items[j]
-		param := func(f string) string { return msgParam(i, "content["+strconv.Itoa(j)+"]."+f) }
+		param := func(f string) string { return msgParam(i, schema.Index("content", j)+"."+f) }
 		switch it.Type {
 		case "text":
-			if it.Text != "" {
-				parts = append(parts, part{Text: it.Text})
+			if it.Text != nil && *it.Text != "" {
+				parts = append(parts, part{Text: *it.Text})
 			}
 		case "image_url":
-			if it.ImageURL == nil || it.ImageURL.URL == "" {
+			var u schema.ImageURL
+			if contentKind(it.ImageURL) != 'n' {
+				if u, err = schema.DecodeImageURL(it.ImageURL, param("image_url")); err != nil {
+					return nil, err
+				}
+			}
+			if u.URL == "" {
 				return nil, gwerr.BadRequest(param("image_url.url"), "%s is required", param("image_url.url"))
 			}
-			p, err := mediaPart(param("image_url.url"), it.ImageURL.URL, it.ImageURL.MimeType, "image/jpeg")
+			p, err := mediaPart(param("image_url.url"), u.URL, u.MimeType, "image/jpeg")
 			if err != nil {
 				return nil, err
 			}
@@ -430,7 +432,7 @@ func mimeByName(name string) string {
 }
 
 // genConfig gathers generationConfig; nil when the request sets none of its fields.
-func genConfig(in *openAIChatRequest, model string) (*generationConfig, error) {
+func genConfig(in *schema.ChatRequest, model string) (*generationConfig, error) {
 	var gc generationConfig
 	set := false
 	if in.MaxCompletionTokens != nil {
@@ -495,10 +497,7 @@ func stopSequences(raw json.RawMessage) ([]string, error) {
 	case 'n':
 		return nil, nil
 	case '"':
-		var s string
-		if err := json.Unmarshal(raw, &s); err != nil {
-			return nil, decodeError("stop", err)
-		}
+		s := stringValue(raw)
 		if s == "" {
 			return nil, nil
 		}
@@ -518,14 +517,9 @@ func responseFormat(gc *generationConfig, raw json.RawMessage) (bool, error) {
 	if contentKind(raw) == 'n' {
 		return false, nil
 	}
-	var rf struct {
-		Type       string `json:"type"`
-		JSONSchema *struct {
-			Schema json.RawMessage `json:"schema"`
-		} `json:"json_schema"`
-	}
+	var rf schema.ResponseFormat
 	if err := json.Unmarshal(raw, &rf); err != nil {
-		return false, decodeError("response_format", err)
+		return false, schema.DecodeError(raw, "response_format", err)
 	}
 	switch rf.Type {
 	case "text", "":
@@ -536,11 +530,11 @@ func responseFormat(gc *generationConfig, raw json.RawMessage) (bool, error) {
 	case "json_schema":
 		gc.ResponseMimeType = "application/json"
 		if rf.JSONSchema != nil {
-			schema, err := convertSchema(rf.JSONSchema.Schema, false)
+			converted, err := convertSchema(rf.JSONSchema.Schema, false)
 			if err != nil {
 				return false, gwerr.BadRequest("response_format.json_schema.schema", "response_format.json_schema.schema: %v", err)
 			}
-			gc.ResponseSchema = schema
+			gc.ResponseSchema = converted
 		}
 		return true, nil
 	}
@@ -550,23 +544,23 @@ func responseFormat(gc *generationConfig, raw json.RawMessage) (bool, error) {
 // thinking reads thinking ({"type": "enabled", "budget_tokens": n} or {"type": "disabled"}, as Claude takes it)
 // and reasoning_effort. Only thinking asks for the thoughts themselves (includeThoughts). Gemini 3 models take
 // reasoning_effort as a thinking level; older ones as a budget (low 1024, medium 8192, high 24576, none 0).
-func thinking(in *openAIChatRequest, model string) (*thinkingConfig, error) {
+func thinking(in *schema.ChatRequest, model string) (*thinkingConfig, error) {
 	var tc thinkingConfig
 	set := false
 	if contentKind(in.Thinking) == '{' {
 		var th struct {
 			Type         string `json:"type"`
-			BudgetTokens *int   `json:"budget_tokens"`
+			BudgetTokens *int64 `json:"budget_tokens"`
 		}
 		if err := json.Unmarshal(in.Thinking, &th); err != nil {
-			return nil, decodeError("thinking", err)
+			return nil, schema.DecodeError(in.Thinking, "thinking", err)
 		}
 		switch th.Type {
 		case "enabled":
 			yes := true
 			tc.IncludeThoughts, tc.ThinkingBudget, set = &yes, th.BudgetTokens, true
 		case "disabled":
-			zero := 0
+			var zero int64
 			tc.ThinkingBudget, set = &zero, true
 		default:
 			return nil, gwerr.BadRequest("thinking.type", "thinking.type %q is not one of enabled, disabled", th.Type)
@@ -583,7 +577,7 @@ func thinking(in *openAIChatRequest, model string) (*thinkingConfig, error) {
 				return nil, gwerr.BadRequest("reasoning_effort", "reasoning_effort %q is not one of none, minimal, low, medium, high", in.ReasoningEffort)
 			}
 		} else {
-			var budget int
+			var budget int64
 			switch in.ReasoningEffort {
 			case "none":
 				budget = 0
@@ -606,17 +600,14 @@ func thinking(in *openAIChatRequest, model string) (*thinkingConfig, error) {
 	return &tc, nil
 }
 
-func tools(list []json.RawMessage) ([]tool, error) {
-	if len(list) == 0 {
+func tools(in *schema.ChatRequest) ([]tool, error) {
+	if len(in.Tools) == 0 {
 		return nil, nil
 	}
-	decls := make([]functionDeclaration, 0, len(list))
-	for j, raw := range list {
-		param := func(f string) string { return "tools[" + strconv.Itoa(j) + "]." + f }
-		var t openaiwire.Tool
-		if err := json.Unmarshal(raw, &t); err != nil {
-			return nil, decodeError("tools["+strconv.Itoa(j)+"]", err)
-		}
+	decls := make([]functionDeclaration, 0, len(in.Tools))
+	for j := range in.Tools {
+		param := func(f string) string { return schema.Index("tools", j) + "." + f }
+		t := &in.Tools[j]
 		if t.Type != "" && t.Type != "function" {
 			return nil, gwerr.BadRequest(param("type"), "%s %q is not supported; only function tools are", param("type"), t.Type)
 		}
@@ -639,8 +630,7 @@ func toolChoice(raw json.RawMessage) (*toolConfig, error) {
 	case 'n':
 		return nil, nil
 	case '"':
-		var s string
-		_ = json.Unmarshal(raw, &s)
+		s := stringValue(raw)
 		var mode string
 		switch s {
 		case "auto":
@@ -654,14 +644,9 @@ func toolChoice(raw json.RawMessage) (*toolConfig, error) {
 		}
 		return &toolConfig{FunctionCallingConfig: functionCallingConfig{Mode: mode}}, nil
 	case '{':
-		var tc struct {
-			Type     string `json:"type"`
-			Function struct {
-				Name string `json:"name"`
-			} `json:"function"`
-		}
+		var tc schema.NamedToolChoice
 		if err := json.Unmarshal(raw, &tc); err != nil {
-			return nil, decodeError("tool_choice", err)
+			return nil, schema.DecodeError(raw, "tool_choice", err)
 		}
 		if tc.Type != "function" || tc.Function.Name == "" {
 			return nil, gwerr.BadRequest("tool_choice.function.name", "tool_choice must be {\"type\": \"function\", \"function\": {\"name\": ...}}")
@@ -671,33 +656,11 @@ func toolChoice(raw json.RawMessage) (*toolConfig, error) {
 	return nil, gwerr.BadRequest("tool_choice", "tool_choice must be a string or an object")
 }
 
-// decodeError turns a JSON decoding error into a 400 that names the field below prefix.
-func decodeError(prefix string, err error) *gwerr.Error {
-	var typeErr *json.UnmarshalTypeError
-	if errors.As(err, &typeErr) {
-		param := prefix
-		if typeErr.Field != "" {
-			if param != "" {
-				param += "."
-			}
-			param += typeErr.Field
-		}
-		if param == "" {
-			param = "body"
-		}
-		return gwerr.BadRequest(param, "%s must not be %s", param, typeErr.Value)
-	}
-	if prefix == "" {
-		prefix = "body"
-	}
-	return gwerr.BadRequest(prefix, "%s is not valid JSON: %v", prefix, err)
-}
-
 // ChatResponse translates a generateContent answer into a chat.completion. The completion's model is the answer's
-// modelVersion, else the model of openAIBody (the request, read only then). With strict, only OpenAI's fields are
+// modelVersion, else model (the request's, as ModelOf gives it). With strict, only OpenAI's fields are
 // written; otherwise each message also carries content_blocks (thinking and text, in order) and each tool call
 // its thought_signature, which ChatRequest sends back upstream (Gemini wants it with the function call).
-func ChatResponse(body, openAIBody []byte, strict bool) ([]byte, error) {
+func ChatResponse(body []byte, model string, strict bool) ([]byte, error) {
 	var r generateContentResponse
 	if err := json.Unmarshal(body, &r); err != nil {
 		return nil, fmt.Errorf("gemini: decode answer: %w", err)
@@ -708,27 +671,27 @@ func ChatResponse(body, openAIBody []byte, strict bool) ([]byte, error) {
 	if len(r.Candidates) == 0 && r.PromptFeedback == nil {
 		return nil, errors.New("gemini: the answer has neither candidates nor promptFeedback")
 	}
-	out := openAICompletion{
+	out := schema.Completion{
 		ID:      completionID(r.ResponseID),
 		Object:  "chat.completion",
 		Created: now().Unix(),
 		Model:   r.ModelVersion,
-		Choices: make([]openAIChoice, 0, max(len(r.Candidates), 1)),
+		Choices: make([]schema.Choice, 0, max(len(r.Candidates), 1)),
 		Usage:   usageOf(r.UsageMetadata),
 	}
 	if out.Model == "" {
-		out.Model = ModelOf(openAIBody)
+		out.Model = model
 	}
 	for i := range r.Candidates {
 		out.Choices = append(out.Choices, choiceOf(&r.Candidates[i], i, strict))
 	}
 	if len(r.Candidates) == 0 {
 		// The prompt itself was blocked (promptFeedback.blockReason): one empty, filtered choice.
-		reason := openaiwire.FinishStop
+		reason := schema.FinishStop
 		if r.PromptFeedback != nil && r.PromptFeedback.BlockReason != "" {
-			reason = openaiwire.FinishContentFilter
+			reason = schema.FinishContentFilter
 		}
-		out.Choices = append(out.Choices, openAIChoice{Message: openAIOutMessage{Role: "assistant"}, FinishReason: reason})
+		out.Choices = append(out.Choices, schema.Choice{Message: schema.AssistantMessage{Role: "assistant"}, FinishReason: reason})
 	}
 	b, err := json.Marshal(&out)
 	if err != nil {
@@ -758,16 +721,16 @@ func candidateIndex(c *candidate, i int) int {
 	return i // Gemini leaves a zero index out
 }
 
-func choiceOf(c *candidate, i int, strict bool) openAIChoice {
-	ch := openAIChoice{Index: candidateIndex(c, i), Message: openAIOutMessage{Role: "assistant"}}
+func choiceOf(c *candidate, i int, strict bool) schema.Choice {
+	ch := schema.Choice{Index: candidateIndex(c, i), Message: schema.AssistantMessage{Role: "assistant"}}
 	var text []string
 	if c.Content != nil {
 		for k := range c.Content.Parts {
 			p := &c.Content.Parts[k]
 			switch {
 			case p.FunctionCall != nil:
-				call := openAIOutCall{ID: callID(p.FunctionCall.ID), Type: "function",
-					Function: openAIFunction{Name: p.FunctionCall.Name, Arguments: argsString(p.FunctionCall.Args)}}
+				call := schema.ToolCall{ID: callID(p.FunctionCall.ID), Type: "function",
+					Function: schema.FunctionCall{Name: p.FunctionCall.Name, Arguments: argsString(p.FunctionCall.Args)}}
 				if !strict {
 					call.Function.ThoughtSignature = p.ThoughtSignature
 				}
@@ -794,7 +757,7 @@ func choiceOf(c *candidate, i int, strict bool) openAIChoice {
 }
 
 // addBlock appends a content block, merging text into the last block of the same type.
-func addBlock(blocks []openaiwire.ContentBlock, typ, text, signature string) []openaiwire.ContentBlock {
+func addBlock(blocks []schema.ContentBlock, typ, text, signature string) []schema.ContentBlock {
 	if n := len(blocks); n > 0 && blocks[n-1].Type == typ && blocks[n-1].Signature == "" {
 		b := &blocks[n-1]
 		if typ == "thinking" {
@@ -805,7 +768,7 @@ func addBlock(blocks []openaiwire.ContentBlock, typ, text, signature string) []o
 		b.Signature = signature
 		return blocks
 	}
-	b := openaiwire.ContentBlock{Type: typ, Signature: signature}
+	b := schema.ContentBlock{Type: typ, Signature: signature}
 	if typ == "thinking" {
 		b.Thinking = text
 	} else {
@@ -831,21 +794,21 @@ func argsString(args json.RawMessage) string {
 func finishReason(reason string, calls bool) string {
 	switch reason {
 	case "MAX_TOKENS":
-		return openaiwire.FinishLength
+		return schema.FinishLength
 	case "SAFETY", "RECITATION", "BLOCKLIST", "PROHIBITED_CONTENT", "SPII", "IMAGE_SAFETY", "IMAGE_PROHIBITED_CONTENT", "IMAGE_RECITATION":
-		return openaiwire.FinishContentFilter
+		return schema.FinishContentFilter
 	}
 	if calls {
-		return openaiwire.FinishToolCalls
+		return schema.FinishToolCalls
 	}
-	return openaiwire.FinishStop
+	return schema.FinishStop
 }
 
-func usageOf(u *usageMetadata) *openAIUsage {
+func usageOf(u *usageMetadata) *schema.Usage {
 	if u == nil {
-		return &openAIUsage{}
+		return &schema.Usage{}
 	}
-	out := &openAIUsage{
+	out := &schema.Usage{
 		PromptTokens:     u.PromptTokenCount,
 		CompletionTokens: u.CandidatesTokenCount + u.ThoughtsTokenCount,
 		TotalTokens:      u.TotalTokenCount,
@@ -854,24 +817,24 @@ func usageOf(u *usageMetadata) *openAIUsage {
 		out.TotalTokens = out.PromptTokens + out.CompletionTokens
 	}
 	if u.CachedContentTokenCount > 0 {
-		out.PromptTokensDetails = &openaiwire.PromptTokensDetails{CachedTokens: u.CachedContentTokenCount}
+		out.PromptTokensDetails = &schema.PromptTokensDetails{CachedTokens: u.CachedContentTokenCount}
 	}
 	if u.ThoughtsTokenCount > 0 {
-		out.CompletionTokensDetails = &openAIOutputDetails{ReasoningTokens: u.ThoughtsTokenCount}
+		out.CompletionTokensDetails = &schema.CompletionTokensDetails{ReasoningTokens: u.ThoughtsTokenCount}
 	}
 	return out
 }
 
-func logprobsOf(lr *logprobsResult) *openAILogprobs {
+func logprobsOf(lr *logprobsResult) *schema.Logprobs {
 	if lr == nil || len(lr.ChosenCandidates) == 0 {
 		return nil
 	}
-	out := &openAILogprobs{Content: make([]openAITokenLogprob, len(lr.ChosenCandidates))}
+	out := &schema.Logprobs{Content: make([]schema.TokenLogprob, len(lr.ChosenCandidates))}
 	for k, c := range lr.ChosenCandidates {
-		tl := openAITokenLogprob{Token: c.Token, Logprob: c.LogProbability, Bytes: tokenBytes(c.Token), TopLogprobs: []openAITopProb{}}
+		tl := schema.TokenLogprob{Token: c.Token, Logprob: c.LogProbability, Bytes: tokenBytes(c.Token), TopLogprobs: []schema.TopLogprob{}}
 		if k < len(lr.TopCandidates) {
 			for _, t := range lr.TopCandidates[k].Candidates {
-				tl.TopLogprobs = append(tl.TopLogprobs, openAITopProb{Token: t.Token, Logprob: t.LogProbability, Bytes: tokenBytes(t.Token)})
+				tl.TopLogprobs = append(tl.TopLogprobs, schema.TopLogprob{Token: t.Token, Logprob: t.LogProbability, Bytes: tokenBytes(t.Token)})
 			}
 		}
 		out.Content[k] = tl
@@ -887,14 +850,13 @@ func tokenBytes(s string) []int {
 	return b
 }
 
-// ModelOf returns a request body's model without a "models/" prefix ("" when it has none). Adapters call it
-// while translating answers, to know what was asked for.
-func ModelOf(openAIBody []byte) string {
-	var m struct {
-		Model string `json:"model"`
+// ModelOf is the model a chat request asks for, without a "models/" prefix: what ChatRequest calls and what
+// answers name when Gemini does not. It is "" for a nil request.
+func ModelOf(in *schema.ChatRequest) string {
+	if in == nil {
+		return ""
 	}
-	_ = json.Unmarshal(openAIBody, &m)
-	return strings.TrimPrefix(m.Model, "models/")
+	return strings.TrimPrefix(in.Model, "models/")
 }
 
 // CheckModel refuses a model name that could not stand as one segment of a URL path ("gemini-2.5-flash",

@@ -9,19 +9,19 @@ import (
 	"strings"
 
 	"github.com/llmgw/gateway/runtime/gwerr"
-	"github.com/llmgw/gateway/runtime/providers/internal/openaiwire"
+	"github.com/llmgw/gateway/runtime/schema"
 )
 
-// EmbedRequest translates an OpenAI embeddings request body for the Gemini API: a single string input gives an
+// EmbedRequest translates an OpenAI embeddings request for the Gemini API: a single string input gives an
 // embedContent body, an array of strings a batchEmbedContents body (batch reports which). dimensions becomes
 // outputDimensionality, and task_type (an extension, such as "RETRIEVAL_QUERY") taskType. Token arrays are
 // refused: Gemini embeds text. The returned model has no "models/" prefix.
-func EmbedRequest(openAIBody []byte) (body []byte, model string, batch bool, err error) {
-	in, texts, batch, err := embedInput(openAIBody)
+func EmbedRequest(in *schema.EmbeddingsRequest) (body []byte, model string, batch bool, err error) {
+	texts, batch, err := embedInput(in)
 	if err != nil {
 		return nil, "", false, err
 	}
-	model = strings.TrimPrefix(in.Model, "models/")
+	model = embedModel(in)
 	one := func(text string) embedContentRequest {
 		return embedContentRequest{Model: "models/" + model, Content: content{Parts: []part{{Text: text}}},
 			TaskType: in.TaskType, OutputDimensionality: in.Dimensions}
@@ -42,10 +42,10 @@ func EmbedRequest(openAIBody []byte) (body []byte, model string, batch bool, err
 	return body, model, batch, nil
 }
 
-// PredictRequest translates an OpenAI embeddings request body into a Vertex AI :predict body for text embedding
+// PredictRequest translates an OpenAI embeddings request into a Vertex AI :predict body for text embedding
 // models: {"instances": [{"content": text, "task_type"?}], "parameters": {"outputDimensionality"?}}.
-func PredictRequest(openAIBody []byte) (body []byte, model string, err error) {
-	in, texts, _, err := embedInput(openAIBody)
+func PredictRequest(in *schema.EmbeddingsRequest) (body []byte, model string, err error) {
+	texts, _, err := embedInput(in)
 	if err != nil {
 		return nil, "", err
 	}
@@ -60,60 +60,43 @@ func PredictRequest(openAIBody []byte) (body []byte, model string, err error) {
 	if err != nil {
 		return nil, "", fmt.Errorf("gemini: encode predict request: %w", err)
 	}
-	return body, strings.TrimPrefix(in.Model, "models/"), nil
+	return body, embedModel(in), nil
 }
 
-// embedInput reads an embeddings request and its input as texts; batch is true when input is an array.
-func embedInput(openAIBody []byte) (*openAIEmbeddingsRequest, []string, bool, error) {
-	var in openAIEmbeddingsRequest
-	if err := json.Unmarshal(openAIBody, &in); err != nil {
-		return nil, nil, false, decodeError("", err)
-	}
-	if strings.TrimPrefix(in.Model, "models/") == "" {
-		return nil, nil, false, gwerr.BadRequest("model", "model is required")
+// embedModel is the model an embeddings request asks for, without a "models/" prefix.
+func embedModel(in *schema.EmbeddingsRequest) string { return strings.TrimPrefix(in.Model, "models/") }
+
+// embedInput checks an embeddings request and reads its input as texts; batch is true when input is an array.
+func embedInput(in *schema.EmbeddingsRequest) ([]string, bool, error) {
+	if embedModel(in) == "" {
+		return nil, false, gwerr.BadRequest("model", "model is required")
 	}
 	if in.EncodingFormat != "" && in.EncodingFormat != "float" && in.EncodingFormat != "base64" {
-		return nil, nil, false, gwerr.BadRequest("encoding_format", "encoding_format %q is not one of float, base64", in.EncodingFormat)
+		return nil, false, gwerr.BadRequest("encoding_format", "encoding_format %q is not one of float, base64", in.EncodingFormat)
 	}
 	switch contentKind(in.Input) {
 	case '"':
-		var s string
-		if err := json.Unmarshal(in.Input, &s); err != nil {
-			return nil, nil, false, decodeError("input", err)
-		}
-		return &in, []string{s}, false, nil
+		s := stringValue(in.Input)
+		return []string{s}, false, nil
 	case '[':
 		var list []string
 		if err := json.Unmarshal(in.Input, &list); err != nil {
-			return nil, nil, false, gwerr.BadRequest("input",
+			return nil, false, gwerr.BadRequest("input",
 				"input must be a string or an array of strings: Google's embedding models take text, not token arrays")
 		}
 		if len(list) == 0 {
-			return nil, nil, false, gwerr.BadRequest("input", "input must not be empty")
+			return nil, false, gwerr.BadRequest("input", "input must not be empty")
 		}
-		return &in, list, true, nil
+		return list, true, nil
 	case 'n':
-		return nil, nil, false, gwerr.BadRequest("input", "input is required")
+		return nil, false, gwerr.BadRequest("input", "input is required")
 	}
-	return nil, nil, false, gwerr.BadRequest("input", "input must be a string or an array of strings")
-}
-
-// embedOptions are what the answer's translation needs of the request.
-type embedOptions struct {
-	Model          string `json:"model"`
-	EncodingFormat string `json:"encoding_format"`
-}
-
-func readEmbedOptions(openAIBody []byte) embedOptions {
-	var o embedOptions
-	_ = json.Unmarshal(openAIBody, &o) // the request was read once already; a bad one never went upstream
-	o.Model = strings.TrimPrefix(o.Model, "models/")
-	return o
+	return nil, false, gwerr.BadRequest("input", "input must be a string or an array of strings")
 }
 
 // EmbedResponse translates an embedContent or batchEmbedContents answer into OpenAI's embeddings list. The
-// Gemini API reports no token counts, so usage is zero. openAIBody is the request, for model and encoding_format.
-func EmbedResponse(body, openAIBody []byte) ([]byte, error) {
+// Gemini API reports no token counts, so usage is zero. in is the request, for model and encoding_format.
+func EmbedResponse(body []byte, in *schema.EmbeddingsRequest) ([]byte, error) {
 	var r struct {
 		embedContentResponse
 		batchEmbedContentsResponse
@@ -132,12 +115,13 @@ func EmbedResponse(body, openAIBody []byte) ([]byte, error) {
 	default:
 		return nil, fmt.Errorf("gemini: embeddings answer has neither embedding nor embeddings")
 	}
-	return embeddingsList(readEmbedOptions(openAIBody), vectors, 0)
+	return embeddingsList(in, vectors, 0)
 }
 
 // PredictResponse translates a Vertex AI :predict answer of a text embedding model into OpenAI's embeddings list;
-// usage counts the tokens Vertex reports per instance (statistics.token_count).
-func PredictResponse(body, openAIBody []byte) ([]byte, error) {
+// usage counts the tokens Vertex reports per instance (statistics.token_count). in is the request, for model and
+// encoding_format.
+func PredictResponse(body []byte, in *schema.EmbeddingsRequest) ([]byte, error) {
 	var r predictResponse
 	if err := json.Unmarshal(body, &r); err != nil {
 		return nil, fmt.Errorf("gemini: decode predict answer: %w", err)
@@ -151,18 +135,18 @@ func PredictResponse(body, openAIBody []byte) ([]byte, error) {
 		vectors[i] = p.Embeddings.Values
 		tokens += int64(p.Embeddings.Statistics.TokenCount)
 	}
-	return embeddingsList(readEmbedOptions(openAIBody), vectors, tokens)
+	return embeddingsList(in, vectors, tokens)
 }
 
-func embeddingsList(o embedOptions, vectors [][]float64, tokens int64) ([]byte, error) {
-	out := openaiwire.EmbeddingList{Object: "list", Data: make([]openaiwire.Embedding, len(vectors)), Model: o.Model,
-		Usage: openaiwire.EmbeddingUsage{PromptTokens: tokens, TotalTokens: tokens}}
+func embeddingsList(in *schema.EmbeddingsRequest, vectors [][]float64, tokens int64) ([]byte, error) {
+	out := schema.EmbeddingList{Object: "list", Data: make([]schema.Embedding, len(vectors)), Model: embedModel(in),
+		Usage: schema.EmbeddingUsage{PromptTokens: tokens, TotalTokens: tokens}}
 	for i, v := range vectors {
 		if v == nil {
 			v = []float64{}
 		}
-		out.Data[i] = openaiwire.Embedding{Object: "embedding", Index: i, Embedding: v}
-		if o.EncodingFormat == "base64" {
+		out.Data[i] = schema.Embedding{Object: "embedding", Index: i, Embedding: v}
+		if in.EncodingFormat == "base64" {
 			out.Data[i].Embedding = base64Floats(v)
 		}
 	}

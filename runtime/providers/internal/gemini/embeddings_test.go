@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/llmgw/gateway/runtime/gwerr"
+	"github.com/llmgw/gateway/runtime/schema"
 )
 
 func TestEmbedRequest(t *testing.T) {
@@ -20,7 +21,7 @@ func TestEmbedRequest(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			body, model, batch, err := EmbedRequest([]byte(tc.in))
+			body, model, batch, err := EmbedRequest(decodeEmbeddings(t, []byte(tc.in)))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -33,7 +34,7 @@ func TestEmbedRequest(t *testing.T) {
 }
 
 func TestPredictRequest(t *testing.T) {
-	body, model, err := PredictRequest([]byte(`{"model":"text-embedding-005","input":["a","b"],"dimensions":2,"task_type":"RETRIEVAL_QUERY"}`))
+	body, model, err := PredictRequest(decodeEmbeddings(t, []byte(`{"model":"text-embedding-005","input":["a","b"],"dimensions":2,"task_type":"RETRIEVAL_QUERY"}`)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -56,12 +57,16 @@ func TestEmbedRequestErrors(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			for _, translate := range []func([]byte) error{
-				func(b []byte) error { _, _, _, err := EmbedRequest(b); return err },
-				func(b []byte) error { _, _, err := PredictRequest(b); return err },
+			for _, translate := range []func(*schema.EmbeddingsRequest) error{
+				func(in *schema.EmbeddingsRequest) error { _, _, _, err := EmbedRequest(in); return err },
+				func(in *schema.EmbeddingsRequest) error { _, _, err := PredictRequest(in); return err },
 			} {
+				in, err := schema.DecodeEmbeddings([]byte(tc.body))
+				if err == nil {
+					err = translate(in)
+				}
 				var ge *gwerr.Error
-				if err := translate([]byte(tc.body)); !errors.As(err, &ge) || ge.Status != 400 || ge.Param != tc.param {
+				if !errors.As(err, &ge) || ge.Status != 400 || ge.Param != tc.param {
 					t.Errorf("err = %v, want 400 naming %q", err, tc.param)
 				}
 			}
@@ -80,7 +85,7 @@ func TestEmbedResponse(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := EmbedResponse([]byte(tc.body), []byte(tc.request))
+			got, err := EmbedResponse([]byte(tc.body), decodeEmbeddings(t, []byte(tc.request)))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -98,7 +103,7 @@ func TestPredictResponse(t *testing.T) {
 	body := `{"predictions":[{"embeddings":{"statistics":{"truncated":false,"token_count":1},"values":[0.1,0.2]}},
 	                      {"embeddings":{"statistics":{"truncated":false,"token_count":2},"values":[0.3,0.4]}}],
 	          "metadata":{"billableCharacterCount":2}}`
-	got, err := PredictResponse([]byte(body), []byte(`{"model":"text-embedding-005","input":["a","b"]}`))
+	got, err := PredictResponse([]byte(body), decodeEmbeddings(t, []byte(`{"model":"text-embedding-005","input":["a","b"]}`)))
 	if err != nil {
 		t.Fatal(err)
 	}

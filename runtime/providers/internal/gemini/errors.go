@@ -7,7 +7,7 @@ import (
 	"strings"
 
 	"github.com/llmgw/gateway/runtime/gwerr"
-	"github.com/llmgw/gateway/runtime/providers/internal/openaiwire"
+	"github.com/llmgw/gateway/runtime/schema"
 )
 
 // streamError is an error event of a stream (or an error where an answer was expected).
@@ -33,31 +33,31 @@ func (e *streamError) Error() string {
 // code is Google's status in lower case ("invalid_argument"); provider_error holds the raw body (as JSON when it
 // is JSON, else as a string).
 func Error(status int, body []byte) []byte {
-	out := openaiwire.ErrorBody{Error: openaiwire.ErrorDetail{Type: (&gwerr.Error{Status: status}).Type()}}
+	d := schema.ErrorDetail{Type: (&gwerr.Error{Status: status}).Type()}
 	trimmed := bytes.TrimSpace(body)
 	if json.Valid(trimmed) && len(trimmed) > 0 {
-		out.Error.ProviderError = trimmed
+		d.ProviderError = trimmed
 		if e := findError(trimmed); e != nil {
-			out.Error.Message = e.Message
+			d.Message = e.Message
 			if e.Status != "" {
 				code := strings.ToLower(e.Status)
-				out.Error.Code = &code
+				d.Code = &code
 			}
 		}
 	} else {
-		out.Error.ProviderError, _ = json.Marshal(string(body))
-		out.Error.Message = strings.TrimSpace(string(body))
-		if len(out.Error.Message) > 512 {
-			out.Error.Message = out.Error.Message[:512] + "..."
+		d.ProviderError, _ = json.Marshal(string(body))
+		d.Message = strings.TrimSpace(string(body))
+		if len(d.Message) > 512 {
+			d.Message = d.Message[:512] + "..."
 		}
 	}
-	if out.Error.Message == "" {
-		out.Error.Message = http.StatusText(status)
-		if out.Error.Message == "" {
-			out.Error.Message = "provider error"
+	if d.Message == "" {
+		d.Message = http.StatusText(status)
+		if d.Message == "" {
+			d.Message = "provider error"
 		}
 	}
-	return openaiwire.MarshalError(out.Error)
+	return schema.MarshalError(d)
 }
 
 // findError reads Google's error object from an error body.

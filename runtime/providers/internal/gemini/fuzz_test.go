@@ -31,7 +31,7 @@ func FuzzStream(f *testing.F) {
 		}
 		done := make(chan result, 1)
 		go func() {
-			out, err := io.ReadAll(Stream(io.NopCloser(strings.NewReader(string(upstream))), streamRequest, strict))
+			out, err := io.ReadAll(Stream(io.NopCloser(strings.NewReader(string(upstream))), streamModel, strict))
 			done <- result{out, err}
 		}()
 		var r result

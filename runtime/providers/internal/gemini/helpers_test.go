@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/llmgw/gateway/runtime/schema"
 )
 
 var update = flag.Bool("update", false, "rewrite the expected OpenAI files of testdata from the translation (review the diff)")
@@ -32,6 +34,35 @@ func readFile(t testing.TB, path string) []byte {
 		t.Fatal(err)
 	}
 	return b
+}
+
+// chatRequest decodes an OpenAI request body, as providers.Call.Chat does, and translates it.
+func chatRequest(openAIBody []byte) ([]byte, string, error) {
+	in, err := schema.DecodeChat(openAIBody)
+	if err != nil {
+		return nil, "", err
+	}
+	return ChatRequest(in)
+}
+
+// decodeChat decodes a request body that a test knows to be valid.
+func decodeChat(t testing.TB, openAIBody []byte) *schema.ChatRequest {
+	t.Helper()
+	in, err := schema.DecodeChat(openAIBody)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return in
+}
+
+// decodeEmbeddings decodes an embeddings request body that a test knows to be valid.
+func decodeEmbeddings(t testing.TB, openAIBody []byte) *schema.EmbeddingsRequest {
+	t.Helper()
+	in, err := schema.DecodeEmbeddings(openAIBody)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return in
 }
 
 // golden compares got with the JSON file want (semantically); with -update it rewrites the file.

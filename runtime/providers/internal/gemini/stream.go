@@ -9,7 +9,7 @@ import (
 	"io"
 	"strings"
 
-	"github.com/llmgw/gateway/runtime/providers/internal/openaiwire"
+	"github.com/llmgw/gateway/runtime/schema"
 )
 
 // maxEventSize bounds one server-sent event of the upstream stream (inline images make big ones).
@@ -28,33 +28,28 @@ var errTruncated = errors.New("gemini: stream ended before the answer finished")
 // The reader returns an error (not io.EOF) when the upstream stream breaks, ends before a finishReason, or holds
 // an error event. Closing it closes body. A reader belongs to one goroutine.
 //
-// The chunks' model is the first event's modelVersion, else the model of openAIBody (the request).
-func Stream(body io.ReadCloser, openAIBody []byte, strict bool) io.ReadCloser {
-	s := &streamReader{src: body, in: bufio.NewReaderSize(body, 16<<10), request: openAIBody, strict: strict}
-	s.enc = json.NewEncoder(&s.out)
-	s.enc.SetEscapeHTML(false)
-	return s
+// The chunks' model is the first event's modelVersion, else model (the request's, as ModelOf gives it).
+func Stream(body io.ReadCloser, model string, strict bool) io.ReadCloser {
+	return &streamReader{src: body, in: bufio.NewReaderSize(body, 16<<10), model: model, strict: strict}
 }
 
 type streamReader struct {
-	src     io.ReadCloser
-	in      *bufio.Reader
-	request []byte // the OpenAI request, for its model
-	strict  bool
+	src    io.ReadCloser
+	in     *bufio.Reader
+	strict bool
 
-	out   bytes.Buffer  // translated bytes not yet read
-	enc   *json.Encoder // writes into out
-	event []byte        // data of the event being read
-	err   error         // sticky: io.EOF after [DONE], or the error that ended the stream
+	out   []byte // translated bytes, read from off on
+	off   int
+	w     schema.ChunkWriter // started by the first event
+	event []byte             // data of the event being read
+	err   error              // sticky: io.EOF after [DONE], or the error that ended the stream
 
-	model    string
-	id       string
-	created  int64
-	started  bool
+	model    string // the request's until the first event names the answer's
 	finished bool
 	usage    *usageMetadata
-	cands    []candState // by candidate index
-	chunk    openAIChunk // reused between events
+	cands    []candState             // by candidate index
+	chunk    schema.Chunk            // reused between events
+	resp     generateContentResponse // reused between events: each decoding into a fresh one would allocate it
 }
 
 // candState is what the stream remembers of one candidate (choice).
@@ -66,14 +61,16 @@ type candState struct {
 }
 
 func (s *streamReader) Read(p []byte) (int, error) {
-	for s.out.Len() == 0 {
+	for s.off == len(s.out) {
 		if s.err != nil {
 			return 0, s.err
 		}
-		s.out.Reset()
+		s.out, s.off = s.out[:0], 0
 		s.step()
 	}
-	return s.out.Read(p)
+	n := copy(p, s.out[s.off:])
+	s.off += n
+	return n, nil
 }
 
 func (s *streamReader) Close() error { return s.src.Close() }
@@ -109,12 +106,12 @@ func (s *streamReader) step() {
 		}
 		return
 	}
-	var r generateContentResponse
-	if err := json.Unmarshal(data, &r); err != nil {
+	s.resp = generateContentResponse{} // Unmarshal would keep what this event leaves out
+	if err := json.Unmarshal(data, &s.resp); err != nil {
 		s.err = fmt.Errorf("gemini: decode stream event: %w", err)
 		return
 	}
-	s.handle(&r)
+	s.handle(&s.resp)
 }
 
 // end finishes the translated stream: the usage chunk and [DONE], or an error when no candidate finished.
@@ -123,33 +120,23 @@ func (s *streamReader) end() {
 		s.err = errTruncated
 		return
 	}
-	if s.usage != nil {
-		s.begin(nil)
-		s.chunk.Choices = s.chunk.Choices[:0]
-		s.chunk.Usage = usageOf(s.usage)
-		s.write()
+	if s.usage != nil { // a finished candidate started the writer
+		s.out = s.w.UsageChunk(s.out, usageOf(s.usage))
 	}
-	s.out.WriteString("data: [DONE]\n\n")
+	s.out = append(s.out, schema.DoneEvent...)
 	s.err = io.EOF
 }
 
 // begin fixes the stream's id, model and created time from its first event.
 func (s *streamReader) begin(r *generateContentResponse) {
-	if s.started {
+	if s.w.Started() {
 		return
 	}
-	s.started = true
-	var responseID string
-	if r != nil {
-		responseID = r.ResponseID
+	if r.ModelVersion != "" {
 		s.model = r.ModelVersion
 	}
-	if s.model == "" {
-		s.model = ModelOf(s.request)
-	}
-	s.id = completionID(responseID)
-	s.created = now().Unix()
-	s.chunk = openAIChunk{ID: s.id, Object: "chat.completion.chunk", Created: s.created, Model: s.model}
+	s.chunk = schema.Chunk{ID: completionID(r.ResponseID), Object: "chat.completion.chunk", Created: now().Unix(), Model: s.model}
+	s.w.Start(s.chunk.ID, s.chunk.Created, s.chunk.Model)
 }
 
 func (s *streamReader) state(index int) *candState {
@@ -172,12 +159,11 @@ func (s *streamReader) handle(r *generateContentResponse) {
 		s.usage = u
 	}
 	s.chunk.Choices = s.chunk.Choices[:0]
-	s.chunk.Usage = nil
 	for i := range r.Candidates {
 		c := &r.Candidates[i]
 		idx := candidateIndex(c, i)
 		st := s.state(idx)
-		ch := openAIChunkChoice{Index: idx}
+		ch := schema.ChunkChoice{Index: idx}
 		if !st.started {
 			st.started = true
 			ch.Delta.Role = "assistant"
@@ -199,12 +185,12 @@ func (s *streamReader) handle(r *generateContentResponse) {
 	}
 	if len(r.Candidates) == 0 && r.PromptFeedback != nil && r.PromptFeedback.BlockReason != "" {
 		st := s.state(0)
-		ch := openAIChunkChoice{}
+		ch := schema.ChunkChoice{}
 		if !st.started {
 			st.started = true
 			ch.Delta.Role = "assistant"
 		}
-		reason := openaiwire.FinishContentFilter
+		reason := schema.FinishContentFilter
 		ch.FinishReason = &reason
 		s.finished = true
 		s.chunk.Choices = append(s.chunk.Choices, ch)
@@ -215,8 +201,8 @@ func (s *streamReader) handle(r *generateContentResponse) {
 }
 
 // parts fills a choice's delta from a candidate's parts.
-func (s *streamReader) parts(st *candState, ch *openAIChunkChoice, parts []part) {
-	var text string
+func (s *streamReader) parts(st *candState, ch *schema.ChunkChoice, parts []part) {
+	var text *string   // the event's text part, in place: the chunk is written before the next event is read
 	var texts []string // more than one text part in one event: rare
 	for k := range parts {
 		p := &parts[k]
@@ -224,8 +210,8 @@ func (s *streamReader) parts(st *candState, ch *openAIChunkChoice, parts []part)
 		case p.FunctionCall != nil:
 			index := st.calls
 			st.calls++
-			call := openAIOutCall{Index: &index, ID: callID(p.FunctionCall.ID), Type: "function",
-				Function: openAIFunction{Name: p.FunctionCall.Name, Arguments: argsString(p.FunctionCall.Args)}}
+			call := schema.ToolCallDelta{Index: &index, ID: callID(p.FunctionCall.ID), Type: "function",
+				Function: schema.FunctionCallDelta{Name: p.FunctionCall.Name, Arguments: argsString(p.FunctionCall.Args)}}
 			if !s.strict {
 				call.Function.ThoughtSignature = p.ThoughtSignature
 			}
@@ -235,12 +221,12 @@ func (s *streamReader) parts(st *candState, ch *openAIChunkChoice, parts []part)
 				s.blockDelta(st, ch, 'k', p.Text, p.ThoughtSignature)
 			}
 		case p.Text != "":
-			if text == "" && texts == nil {
-				text = p.Text
-			} else {
-				if texts == nil {
-					texts = append(texts, text)
-				}
+			switch {
+			case text == nil:
+				text = &p.Text
+			case texts == nil:
+				texts = []string{*text, p.Text}
+			default:
 				texts = append(texts, p.Text)
 			}
 			if !s.strict {
@@ -249,15 +235,14 @@ func (s *streamReader) parts(st *candState, ch *openAIChunkChoice, parts []part)
 		}
 	}
 	if texts != nil {
-		text = strings.Join(texts, "")
+		joined := strings.Join(texts, "")
+		text = &joined
 	}
-	if text != "" {
-		ch.Delta.Content = &text
-	}
+	ch.Delta.Content = text
 }
 
 // blockDelta adds a content block delta, opening a new block when the kind of content changes.
-func (s *streamReader) blockDelta(st *candState, ch *openAIChunkChoice, kind byte, text, signature string) {
+func (s *streamReader) blockDelta(st *candState, ch *schema.ChunkChoice, kind byte, text, signature string) {
 	if st.blockKind != kind {
 		st.block++
 		st.blockKind = kind
@@ -273,7 +258,7 @@ func (s *streamReader) blockDelta(st *candState, ch *openAIChunkChoice, kind byt
 		b.Delta.Signature = signature
 		return
 	}
-	var b openAIBlockDelta
+	var b schema.BlockDelta
 	b.Index = st.block
 	if kind == 'k' {
 		b.Delta.Thinking = text
@@ -286,12 +271,12 @@ func (s *streamReader) blockDelta(st *candState, ch *openAIChunkChoice, kind byt
 
 // write appends the current chunk as one event.
 func (s *streamReader) write() {
-	s.out.WriteString("data: ")
-	if err := s.enc.Encode(&s.chunk); err != nil { // Encode ends the JSON with '\n'
+	out, err := s.w.Encode(s.out, &s.chunk)
+	if err != nil {
 		s.err = fmt.Errorf("gemini: encode chunk: %w", err)
 		return
 	}
-	s.out.WriteByte('\n')
+	s.out = out
 }
 
 // nextEvent returns the data of the next server-sent event (its data lines joined by '\n'), or io.EOF when the

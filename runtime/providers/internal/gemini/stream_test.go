@@ -11,7 +11,8 @@ import (
 	"time"
 )
 
-var streamRequest = []byte(`{"model":"gemini-test","stream":true,"messages":[{"role":"user","content":"x"}]}`)
+// streamModel is the request's model, which chunks name when Gemini's events do not.
+const streamModel = "gemini-test"
 
 func TestStreamGolden(t *testing.T) {
 	for _, name := range caseNames(t, "testdata/stream", ".sse") {
@@ -29,7 +30,7 @@ func TestStreamGolden(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				got, err := io.ReadAll(Stream(f, streamRequest, strict))
+				got, err := io.ReadAll(Stream(f, streamModel, strict))
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -65,7 +66,7 @@ func TestStreamEmitsPerEvent(t *testing.T) {
 	upstream := readFile(t, "testdata/stream/text.sse")
 	events := strings.SplitAfter(string(upstream), "\r\n\r\n")
 	pr, pw := io.Pipe()
-	out := bufio.NewReader(Stream(pr, streamRequest, true))
+	out := bufio.NewReader(Stream(pr, streamModel, true))
 	go func() {
 		for _, ev := range events {
 			if ev == "" {
@@ -125,7 +126,7 @@ func TestStreamFailures(t *testing.T) {
 			if tc.readErr != nil {
 				body = io.MultiReader(body, &failingReader{tc.readErr})
 			}
-			got, err := io.ReadAll(Stream(io.NopCloser(body), streamRequest, true))
+			got, err := io.ReadAll(Stream(io.NopCloser(body), streamModel, true))
 			if err == nil || errors.Is(err, io.EOF) || !strings.Contains(err.Error(), tc.wantErr) {
 				t.Fatalf("err = %v, want one containing %q", err, tc.wantErr)
 			}
@@ -169,7 +170,7 @@ func TestStreamOddInputs(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			pin(t)
-			got, err := io.ReadAll(Stream(io.NopCloser(strings.NewReader(tc.upstream)), streamRequest, true))
+			got, err := io.ReadAll(Stream(io.NopCloser(strings.NewReader(tc.upstream)), streamModel, true))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -188,7 +189,7 @@ func TestStreamOddInputs(t *testing.T) {
 
 func TestStreamClosesBody(t *testing.T) {
 	body := &closeRecorder{Reader: strings.NewReader("")}
-	if err := Stream(body, nil, false).Close(); err != nil {
+	if err := Stream(body, "", false).Close(); err != nil {
 		t.Fatal(err)
 	}
 	if !body.closed {

@@ -1,10 +1,6 @@
 package gemini
 
-import (
-	"encoding/json"
-
-	"github.com/llmgw/gateway/runtime/providers/internal/openaiwire"
-)
+import "encoding/json"
 
 // Gemini's wire types (generativelanguage v1beta and aiplatform v1 share them). Only the fields the gateway
 // reads or writes are declared; unknown fields of answers are ignored.
@@ -79,22 +75,22 @@ type generationConfig struct {
 	StopSequences    []string        `json:"stopSequences,omitempty"`
 	ResponseMimeType string          `json:"responseMimeType,omitempty"`
 	ResponseSchema   json.RawMessage `json:"responseSchema,omitempty"`
-	CandidateCount   *int            `json:"candidateCount,omitempty"`
-	MaxOutputTokens  *int            `json:"maxOutputTokens,omitempty"`
+	CandidateCount   *int64          `json:"candidateCount,omitempty"`
+	MaxOutputTokens  *int64          `json:"maxOutputTokens,omitempty"`
 	Temperature      *float64        `json:"temperature,omitempty"`
 	TopP             *float64        `json:"topP,omitempty"`
-	TopK             *int            `json:"topK,omitempty"`
+	TopK             *int64          `json:"topK,omitempty"`
 	PresencePenalty  *float64        `json:"presencePenalty,omitempty"`
 	FrequencyPenalty *float64        `json:"frequencyPenalty,omitempty"`
 	Seed             *int64          `json:"seed,omitempty"`
 	ResponseLogprobs *bool           `json:"responseLogprobs,omitempty"`
-	Logprobs         *int            `json:"logprobs,omitempty"`
+	Logprobs         *int64          `json:"logprobs,omitempty"`
 	ThinkingConfig   *thinkingConfig `json:"thinkingConfig,omitempty"`
 }
 
 type thinkingConfig struct {
 	IncludeThoughts *bool  `json:"includeThoughts,omitempty"`
-	ThinkingBudget  *int   `json:"thinkingBudget,omitempty"`
+	ThinkingBudget  *int64 `json:"thinkingBudget,omitempty"`
 	ThinkingLevel   string `json:"thinkingLevel,omitempty"`
 }
 
@@ -155,7 +151,7 @@ type embedContentRequest struct {
 	Model                string  `json:"model"`
 	Content              content `json:"content"`
 	TaskType             string  `json:"taskType,omitempty"`
-	OutputDimensionality *int    `json:"outputDimensionality,omitempty"`
+	OutputDimensionality *int64  `json:"outputDimensionality,omitempty"`
 }
 
 type batchEmbedContentsRequest struct {
@@ -187,7 +183,7 @@ type predictInstance struct {
 }
 
 type predictParameters struct {
-	OutputDimensionality *int `json:"outputDimensionality,omitempty"`
+	OutputDimensionality *int64 `json:"outputDimensionality,omitempty"`
 }
 
 type predictResponse struct {
@@ -199,173 +195,4 @@ type predictResponse struct {
 			} `json:"statistics"`
 		} `json:"embeddings"`
 	} `json:"predictions"`
-}
-
-// OpenAI's side.
-
-type openAIChatRequest struct {
-	Model               string            `json:"model"`
-	Messages            []json.RawMessage `json:"messages"`
-	MaxTokens           *int              `json:"max_tokens"`
-	MaxCompletionTokens *int              `json:"max_completion_tokens"`
-	Temperature         *float64          `json:"temperature"`
-	TopP                *float64          `json:"top_p"`
-	TopK                *int              `json:"top_k"` // not OpenAI's, but commonly sent to gateways
-	N                   *int              `json:"n"`
-	Stop                json.RawMessage   `json:"stop"`
-	Tools               []json.RawMessage `json:"tools"`
-	ToolChoice          json.RawMessage   `json:"tool_choice"`
-	ResponseFormat      json.RawMessage   `json:"response_format"`
-	PresencePenalty     *float64          `json:"presence_penalty"`
-	FrequencyPenalty    *float64          `json:"frequency_penalty"`
-	Seed                *int64            `json:"seed"`
-	Logprobs            *bool             `json:"logprobs"`
-	TopLogprobs         *int              `json:"top_logprobs"`
-	ReasoningEffort     string            `json:"reasoning_effort"`
-	Thinking            json.RawMessage   `json:"thinking"` // {"type": "enabled", "budget_tokens": n}, as for Claude
-}
-
-type openAIMessage struct {
-	Role       string           `json:"role"`
-	Content    json.RawMessage  `json:"content"`
-	Name       string           `json:"name"`
-	ToolCalls  []openAIToolCall `json:"tool_calls"`
-	ToolCallID string           `json:"tool_call_id"`
-}
-
-type openAIToolCall struct {
-	ID       string `json:"id"`
-	Type     string `json:"type"`
-	Function struct {
-		Name             string `json:"name"`
-		Arguments        string `json:"arguments"`
-		ThoughtSignature string `json:"thought_signature"`
-	} `json:"function"`
-}
-
-type openAIPart struct {
-	Type     string `json:"type"`
-	Text     string `json:"text"`
-	Refusal  string `json:"refusal"`
-	ImageURL *struct {
-		URL      string `json:"url"`
-		MimeType string `json:"mime_type"`
-	} `json:"image_url"`
-	InputAudio *struct {
-		Data   string `json:"data"`
-		Format string `json:"format"`
-	} `json:"input_audio"`
-	File *struct {
-		FileData string `json:"file_data"`
-		FileID   string `json:"file_id"`
-		Filename string `json:"filename"`
-	} `json:"file"`
-}
-
-type openAICompletion struct {
-	ID                string         `json:"id"`
-	Object            string         `json:"object"`
-	Created           int64          `json:"created"`
-	Model             string         `json:"model"`
-	Choices           []openAIChoice `json:"choices"`
-	Usage             *openAIUsage   `json:"usage,omitempty"`
-	SystemFingerprint *string        `json:"system_fingerprint,omitempty"`
-}
-
-type openAIChoice struct {
-	Index        int              `json:"index"`
-	Message      openAIOutMessage `json:"message"`
-	FinishReason string           `json:"finish_reason"`
-	Logprobs     *openAILogprobs  `json:"logprobs"`
-}
-
-type openAIOutMessage struct {
-	Role          string                    `json:"role"`
-	Content       *string                   `json:"content"`
-	ToolCalls     []openAIOutCall           `json:"tool_calls,omitempty"`
-	ContentBlocks []openaiwire.ContentBlock `json:"content_blocks,omitempty"`
-}
-
-type openAIOutCall struct {
-	Index    *int           `json:"index,omitempty"` // stream deltas only
-	ID       string         `json:"id,omitempty"`
-	Type     string         `json:"type,omitempty"`
-	Function openAIFunction `json:"function"`
-}
-
-type openAIFunction struct {
-	Name             string `json:"name,omitempty"`
-	Arguments        string `json:"arguments"`
-	ThoughtSignature string `json:"thought_signature,omitempty"` // not strict only
-}
-
-type openAILogprobs struct {
-	Content []openAITokenLogprob `json:"content"`
-}
-
-type openAITokenLogprob struct {
-	Token       string          `json:"token"`
-	Logprob     float64         `json:"logprob"`
-	Bytes       []int           `json:"bytes"`
-	TopLogprobs []openAITopProb `json:"top_logprobs"`
-}
-
-type openAITopProb struct {
-	Token   string  `json:"token"`
-	Logprob float64 `json:"logprob"`
-	Bytes   []int   `json:"bytes"`
-}
-
-type openAIUsage struct {
-	PromptTokens            int64                           `json:"prompt_tokens"`
-	CompletionTokens        int64                           `json:"completion_tokens"`
-	TotalTokens             int64                           `json:"total_tokens"`
-	PromptTokensDetails     *openaiwire.PromptTokensDetails `json:"prompt_tokens_details,omitempty"`
-	CompletionTokensDetails *openAIOutputDetails            `json:"completion_tokens_details,omitempty"`
-}
-
-type openAIOutputDetails struct {
-	ReasoningTokens int64 `json:"reasoning_tokens"`
-}
-
-type openAIChunk struct {
-	ID      string              `json:"id"`
-	Object  string              `json:"object"`
-	Created int64               `json:"created"`
-	Model   string              `json:"model"`
-	Choices []openAIChunkChoice `json:"choices"`
-	Usage   *openAIUsage        `json:"usage,omitempty"`
-}
-
-type openAIChunkChoice struct {
-	Index        int             `json:"index"`
-	Delta        openAIDelta     `json:"delta"`
-	Logprobs     *openAILogprobs `json:"logprobs"`
-	FinishReason *string         `json:"finish_reason"`
-}
-
-type openAIDelta struct {
-	Role          string             `json:"role,omitempty"`
-	Content       *string            `json:"content,omitempty"`
-	ToolCalls     []openAIOutCall    `json:"tool_calls,omitempty"`
-	ContentBlocks []openAIBlockDelta `json:"content_blocks,omitempty"`
-}
-
-// openAIBlockDelta is a streamed piece of a content block (not strict only):
-// {"index": 0, "delta": {"thinking": "..."}} or {"index": 1, "delta": {"text": "..."}}.
-type openAIBlockDelta struct {
-	Index int `json:"index"`
-	Delta struct {
-		Text      string `json:"text,omitempty"`
-		Thinking  string `json:"thinking,omitempty"`
-		Signature string `json:"signature,omitempty"`
-	} `json:"delta"`
-}
-
-type openAIEmbeddingsRequest struct {
-	Model          string          `json:"model"`
-	Input          json.RawMessage `json:"input"`
-	Dimensions     *int            `json:"dimensions"`
-	EncodingFormat string          `json:"encoding_format"`
-	TaskType       string          `json:"task_type"` // Google's task type, an extension
 }

@@ -1,9 +1,10 @@
-package openaiwire
+package schema
 
 import (
 	"encoding/json"
 
 	"github.com/llmgw/gateway/runtime/gwerr"
+	"github.com/llmgw/gateway/runtime/internal/jsonstr"
 )
 
 // finish_reason values of a choice.
@@ -13,44 +14,6 @@ const (
 	FinishToolCalls     = "tool_calls"
 	FinishContentFilter = "content_filter"
 )
-
-// ---- chat completion request (what callers send) ----
-
-// ChatMessage is one item of a request's messages.
-type ChatMessage struct {
-	Role       string          `json:"role"`
-	Content    json.RawMessage `json:"content"`
-	ToolCalls  []ToolCall      `json:"tool_calls"`
-	ToolCallID string          `json:"tool_call_id"`
-}
-
-// Tool is one item of a request's tools.
-type Tool struct {
-	Type     string       `json:"type"`
-	Function *FunctionDef `json:"function"`
-}
-
-// FunctionDef declares a function tool.
-type FunctionDef struct {
-	Name        string          `json:"name"`
-	Description string          `json:"description"`
-	Parameters  json.RawMessage `json:"parameters"`
-}
-
-// ---- tool calls (requests and answers) ----
-
-// ToolCall is a tool call of an assistant message, as callers send it back and as answers carry it.
-type ToolCall struct {
-	ID       string       `json:"id"`
-	Type     string       `json:"type"`
-	Function FunctionCall `json:"function"`
-}
-
-// FunctionCall names the function a tool call calls; Arguments is a JSON text in a string.
-type FunctionCall struct {
-	Name      string `json:"name"`
-	Arguments string `json:"arguments"`
-}
 
 // ---- chat completion answer (what callers get) ----
 
@@ -69,7 +32,27 @@ type Choice struct {
 	Index        int              `json:"index"`
 	Message      AssistantMessage `json:"message"`
 	FinishReason string           `json:"finish_reason"`
-	Logprobs     json.RawMessage  `json:"logprobs"`
+	Logprobs     *Logprobs        `json:"logprobs"`
+}
+
+// Logprobs is a choice's logprobs: one item per token of its content.
+type Logprobs struct {
+	Content []TokenLogprob `json:"content"`
+}
+
+// TokenLogprob is the log probability of one token, with the most likely alternatives when asked for.
+type TokenLogprob struct {
+	Token       string       `json:"token"`
+	Logprob     float64      `json:"logprob"`
+	Bytes       []int        `json:"bytes"`
+	TopLogprobs []TopLogprob `json:"top_logprobs"`
+}
+
+// TopLogprob is one alternative of a TokenLogprob.
+type TopLogprob struct {
+	Token   string  `json:"token"`
+	Logprob float64 `json:"logprob"`
+	Bytes   []int   `json:"bytes"`
 }
 
 // AssistantMessage is the message of a Choice. A nil Content is written as null.
@@ -81,7 +64,8 @@ type AssistantMessage struct {
 }
 
 // ContentBlock is an item of message.content_blocks, the gateway's extra when answers are not strict: text,
-// thinking (with its signature) or redacted_thinking (data).
+// thinking (with its signature) or redacted_thinking (data). The field its type requires is always written,
+// even empty, since a caller that sends the block back must send it whole; the others only when set.
 type ContentBlock struct {
 	Type      string `json:"type"`
 	Text      string `json:"text,omitempty"`
@@ -90,12 +74,42 @@ type ContentBlock struct {
 	Data      string `json:"data,omitempty"`
 }
 
+// MarshalJSON writes the block with the field its type requires, as the struct tags write the rest.
+func (b ContentBlock) MarshalJSON() ([]byte, error) {
+	out := jsonstr.AppendString(append(make([]byte, 0, 32+len(b.Text)+len(b.Thinking)+len(b.Signature)+len(b.Data)), `{"type":`...), b.Type)
+	field := func(name, v string, required bool) {
+		if v != "" || required {
+			out = jsonstr.AppendString(append(append(append(out, `,"`...), name...), `":`...), v)
+		}
+	}
+	field("text", b.Text, b.Type == "text")
+	field("thinking", b.Thinking, b.Type == "thinking")
+	field("signature", b.Signature, false)
+	field("data", b.Data, b.Type == "redacted_thinking")
+	return append(out, '}'), nil
+}
+
 // Usage counts the tokens of a chat completion.
 type Usage struct {
 	PromptTokens        int64                `json:"prompt_tokens"`
 	CompletionTokens    int64                `json:"completion_tokens"`
 	TotalTokens         int64                `json:"total_tokens"`
 	PromptTokensDetails *PromptTokensDetails `json:"prompt_tokens_details,omitempty"`
+	// CompletionTokensDetails is given when the provider reports reasoning tokens.
+	CompletionTokensDetails *CompletionTokensDetails `json:"completion_tokens_details,omitempty"`
+}
+
+// CompletionTokensDetails is usage.completion_tokens_details.
+type CompletionTokensDetails struct {
+	ReasoningTokens int64 `json:"reasoning_tokens"`
+}
+
+// Total is total_tokens, or prompt plus completion tokens when a provider left it out (zero).
+func (u *Usage) Total() int64 {
+	if u.TotalTokens != 0 {
+		return u.TotalTokens
+	}
+	return u.PromptTokens + u.CompletionTokens
 }
 
 // PromptTokensDetails is usage.prompt_tokens_details.

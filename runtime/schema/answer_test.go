@@ -1,4 +1,4 @@
-package openaiwire
+package schema
 
 import (
 	"encoding/json"
