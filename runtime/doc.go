@@ -37,9 +37,14 @@
 // counted for rate limits, x-ratelimit-* figures). state.go, at the bottom, holds what the steps share:
 // Request and Response, the request's state (which keeps no context: ctx is passed down), and outcome.
 //
-// Subpackages: config (schema, validation, compilation, plan cache), condition (conditional-routing queries),
-// netguard (custom-host policy), providers (adapter contract, the registry of provider descriptors, adapters
-// below it), jsonfield (the JSON field readers of validation), gwerr (the error type), bootstrap (the bootstrap file), ratelimit (policy enforcement and counters) and cache (cache keys,
-// stream recording and replay, the semantic index). runtime may import its subpackages, guardrails and
-// storage; never routes or cmd.
+// The caller's body reaches the engine read once, as a schema.Body (Request.Body): the limiter takes its model,
+// conditions and checks its decoded params, translating adapters its decoded chat request (providers.Call.Chat),
+// each worked out at most once per request.
+//
+// Subpackages: schema (OpenAI's wire shapes, the body view, the chunk encoder), config (config schema,
+// validation, compilation, plan cache), condition (conditional-routing queries), netguard (custom-host
+// policy), providers (adapter contract, the registry of provider descriptors, adapters below it), jsonfield
+// (the JSON field readers of validation), gwerr (the error type), bootstrap (the bootstrap file), ratelimit
+// (policy enforcement and counters) and cache (cache keys, stream recording and replay, the semantic index).
+// runtime may import its subpackages, guardrails and storage; never routes or cmd.
 package runtime

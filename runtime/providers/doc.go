@@ -11,8 +11,10 @@
 // is linked in (cmd/gateway blank-imports the ones it ships). The registry is safe for concurrent use; a
 // duplicate identifier, alias or conflicting field panics at registration.
 //
-// It imports runtime/jsonfield (the field checks are made of its readers) and the standard library; adapters,
-// in subpackages one per provider family, import it and runtime's shared types, never each other.
+// It imports runtime/jsonfield (the field checks are made of its readers), runtime/schema (Call.Chat decodes
+// the request once for every adapter; PostJSON builds the request every adapter sends) and the standard
+// library; adapters, in subpackages one per provider family, import it, runtime/schema (OpenAI's side of
+// every translation) and runtime's shared types, never each other.
 //
 //	providers.Register(providers.Descriptor{ID: "groq", BaseURL: "https://api.groq.com/openai/v1",
 //		New: func() providers.Adapter { return openai.Adapter{} }})

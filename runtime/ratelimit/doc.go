@@ -8,7 +8,7 @@
 //     refuse such keys first.
 //   - Keys of conditions and group_by: api_key (the gateway API key's ID), workspace_id, provider (the
 //     x-gateway-provider header as sent: "openai", "@slug"), virtual_key (x-gateway-virtual-key), model (the
-//     body's top-level "model"), config (x-gateway-config when it names a saved config; "" for an inline
+//     body's top-level "model", as schema.Body reads it), config (x-gateway-config when it names a saved config; "" for an inline
 //     config) and metadata.<name> (x-gateway-metadata). A request without the attribute has "" for it.
 //   - A condition holds when the attribute equals its value exactly; a policy applies when all its conditions
 //     hold, so a policy without conditions applies to every request of its workspace.
