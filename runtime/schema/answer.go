@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 
 	"github.com/llmgw/gateway/runtime/gwerr"
-	"github.com/llmgw/gateway/runtime/internal/jsonstr"
 )
 
 // finish_reason values of a choice.
@@ -64,29 +63,15 @@ type AssistantMessage struct {
 }
 
 // ContentBlock is an item of message.content_blocks, the gateway's extra when answers are not strict: text,
-// thinking (with its signature) or redacted_thinking (data). The field its type requires is always written,
-// even empty, since a caller that sends the block back must send it whole; the others only when set.
+// thinking (with its signature) or redacted_thinking (data). Thinking is a pointer because a thinking block
+// must carry it even empty (Anthropic refuses a thinking block sent back without it); the other fields are
+// never empty where they are required.
 type ContentBlock struct {
-	Type      string `json:"type"`
-	Text      string `json:"text,omitempty"`
-	Thinking  string `json:"thinking,omitempty"`
-	Signature string `json:"signature,omitempty"`
-	Data      string `json:"data,omitempty"`
-}
-
-// MarshalJSON writes the block with the field its type requires, as the struct tags write the rest.
-func (b ContentBlock) MarshalJSON() ([]byte, error) {
-	out := jsonstr.AppendString(append(make([]byte, 0, 32+len(b.Text)+len(b.Thinking)+len(b.Signature)+len(b.Data)), `{"type":`...), b.Type)
-	field := func(name, v string, required bool) {
-		if v != "" || required {
-			out = jsonstr.AppendString(append(append(append(out, `,"`...), name...), `":`...), v)
-		}
-	}
-	field("text", b.Text, b.Type == "text")
-	field("thinking", b.Thinking, b.Type == "thinking")
-	field("signature", b.Signature, false)
-	field("data", b.Data, b.Type == "redacted_thinking")
-	return append(out, '}'), nil
+	Type      string  `json:"type"`
+	Text      string  `json:"text,omitempty"`
+	Thinking  *string `json:"thinking,omitempty"`
+	Signature string  `json:"signature,omitempty"`
+	Data      string  `json:"data,omitempty"`
 }
 
 // Usage counts the tokens of a chat completion.

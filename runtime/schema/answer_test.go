@@ -32,3 +32,13 @@ func TestCompletionShape(t *testing.T) {
 		t.Errorf("got  %s\nwant %s", b, want)
 	}
 }
+
+// A thinking block keeps its thinking member even empty: Anthropic refuses one sent back without it.
+func TestContentBlockKeepsEmptyThinking(t *testing.T) {
+	empty := ""
+	b, err := json.Marshal([]ContentBlock{{Type: "thinking", Thinking: &empty, Signature: "sig"}, {Type: "text", Text: "hi"}})
+	want := `[{"type":"thinking","thinking":"","signature":"sig"},{"type":"text","text":"hi"}]`
+	if err != nil || string(b) != want {
+		t.Errorf("got %s, %v; want %s", b, err, want)
+	}
+}

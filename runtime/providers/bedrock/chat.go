@@ -520,7 +520,7 @@ func (a *Adapter) TranslateResponse(t *providers.Target, c *providers.Call, body
 			msg.ToolCalls = append(msg.ToolCalls, tc)
 		case b.ReasoningContent != nil && !c.Strict:
 			if rt := b.ReasoningContent.ReasoningText; rt != nil {
-				msg.ContentBlocks = append(msg.ContentBlocks, schema.ContentBlock{Type: "thinking", Thinking: rt.Text, Signature: rt.Signature})
+				msg.ContentBlocks = append(msg.ContentBlocks, schema.ContentBlock{Type: "thinking", Thinking: &rt.Text, Signature: rt.Signature})
 			} else if b.ReasoningContent.RedactedContent != "" {
 				msg.ContentBlocks = append(msg.ContentBlocks, schema.ContentBlock{Type: "redacted_thinking", Data: b.ReasoningContent.RedactedContent})
 			}

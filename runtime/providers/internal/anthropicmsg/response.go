@@ -51,7 +51,7 @@ func Response(anthropicBody []byte, strict bool) ([]byte, error) {
 			}
 		case "thinking":
 			if !strict {
-				msg.ContentBlocks = append(msg.ContentBlocks, schema.ContentBlock{Type: "thinking", Thinking: b.Thinking, Signature: b.Signature})
+				msg.ContentBlocks = append(msg.ContentBlocks, schema.ContentBlock{Type: "thinking", Thinking: &b.Thinking, Signature: b.Signature})
 			}
 		case "redacted_thinking":
 			if !strict {

@@ -737,12 +737,12 @@ func choiceOf(c *candidate, i int, strict bool) schema.Choice {
 				ch.Message.ToolCalls = append(ch.Message.ToolCalls, call)
 			case p.Thought:
 				if !strict {
-					ch.Message.ContentBlocks = addBlock(ch.Message.ContentBlocks, "thinking", p.Text, p.ThoughtSignature)
+					ch.Message.ContentBlocks = addBlock(ch.Message.ContentBlocks, "thinking", &p.Text, p.ThoughtSignature)
 				}
 			case p.Text != "":
 				text = append(text, p.Text)
 				if !strict {
-					ch.Message.ContentBlocks = addBlock(ch.Message.ContentBlocks, "text", p.Text, "")
+					ch.Message.ContentBlocks = addBlock(ch.Message.ContentBlocks, "text", &p.Text, "")
 				}
 			}
 		}
@@ -756,14 +756,16 @@ func choiceOf(c *candidate, i int, strict bool) schema.Choice {
 	return ch
 }
 
-// addBlock appends a content block, merging text into the last block of the same type.
-func addBlock(blocks []schema.ContentBlock, typ, text, signature string) []schema.ContentBlock {
+// addBlock appends a content block, merging text into the last block of the same type. text points into the
+// decoded answer, which a new thinking block refers to rather than copies.
+func addBlock(blocks []schema.ContentBlock, typ string, text *string, signature string) []schema.ContentBlock {
 	if n := len(blocks); n > 0 && blocks[n-1].Type == typ && blocks[n-1].Signature == "" {
 		b := &blocks[n-1]
 		if typ == "thinking" {
-			b.Thinking += text
+			merged := *b.Thinking + *text
+			b.Thinking = &merged
 		} else {
-			b.Text += text
+			b.Text += *text
 		}
 		b.Signature = signature
 		return blocks
@@ -772,7 +774,7 @@ func addBlock(blocks []schema.ContentBlock, typ, text, signature string) []schem
 	if typ == "thinking" {
 		b.Thinking = text
 	} else {
-		b.Text = text
+		b.Text = *text
 	}
 	return append(blocks, b)
 }
