@@ -61,8 +61,11 @@ type Store struct {
 	Guardrails *DocStore[Guardrail, *Guardrail]
 	Policies   *DocStore[RateLimitPolicy, *RateLimitPolicy]
 	Plugins    *PluginStore
-	Cache      *CacheStore // the response cache (runtime/cache)
-	Counters   *Counters   // the rate limiter's sliding-window counters
+	Cache      *CacheStore      // the response cache (runtime/cache)
+	Counters   *Counters        // the rate limiter's sliding-window counters
+	Files      *FileStore       // uploaded files and batch outputs, in chunks
+	Batches    *BatchStore      // batches, their progress and per-line results
+	FineTuning *FineTuningStore // fine-tuning jobs forwarded to providers, and files mirrored to providers
 }
 
 // Open opens (creating if needed) the store in dir. A store written with another master key is refused with
@@ -116,6 +119,9 @@ func Open(dir string, opts Options) (*Store, error) {
 	s.Plugins = &PluginStore{docs: DocStore[Plugin, *Plugin]{s: s, table: tablePlugin}}
 	s.Cache = &CacheStore{s: s}
 	s.Counters = &Counters{s: s}
+	s.Files = &FileStore{s: s}
+	s.Batches = &BatchStore{s: s}
+	s.FineTuning = &FineTuningStore{s: s}
 	return s, nil
 }
 
