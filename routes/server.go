@@ -131,6 +131,10 @@ func (s *Server) routes() {
 	v1.Get("/plugins/:id", s.getPlugin)
 	v1.Delete("/plugins/:id", s.deletePlugin)
 
+	s.fileRoutes(v1)       // files.go
+	s.batchRoutes(v1)      // batches.go
+	s.fineTuningRoutes(v1) // finetuning.go
+
 	v1.Post("/chat/completions", s.inference(providers.ChatCompletions))
 	v1.Post("/completions", s.inference(providers.Completions))
 	v1.Post("/embeddings", s.inference(providers.Embeddings))

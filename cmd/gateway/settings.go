@@ -38,6 +38,10 @@ type settings struct {
 	pluginMemoryPerWorkspace int
 	// checkErrorsFail makes a check that errors count as failed unless its parameters say failOnError: false.
 	checkErrorsFail bool
+	// fileLimit is the largest file an upload may store.
+	fileLimit int64
+	// batchConcurrency is how many lines of one batch run at once.
+	batchConcurrency int
 }
 
 const usageHeader = `gateway: an OpenAI-compatible model gateway.
@@ -77,6 +81,8 @@ func parseSettings(args []string, getenv func(string) string, stderr io.Writer) 
 	maxAttempts := fs.String("max-upstream-attempts", env("GATEWAY_MAX_UPSTREAM_ATTEMPTS", "50"), "most upstream calls one request may make, retries and fallbacks included [GATEWAY_MAX_UPSTREAM_ATTEMPTS]")
 	pluginCount := fs.String("plugins-per-workspace", env("GATEWAY_PLUGINS_PER_WORKSPACE", "32"), "most plugins one workspace may have [GATEWAY_PLUGINS_PER_WORKSPACE]")
 	pluginMemory := fs.String("plugin-memory-per-workspace", env("GATEWAY_PLUGIN_MEMORY_PER_WORKSPACE", "1GiB"), "wasm memory one workspace's plugin instances may use together [GATEWAY_PLUGIN_MEMORY_PER_WORKSPACE]")
+	fileLimit := fs.String("file-limit", env("GATEWAY_FILE_LIMIT", "512MiB"), "largest file an upload to /v1/files may store [GATEWAY_FILE_LIMIT]")
+	batchConcurrency := fs.String("batch-concurrency", env("GATEWAY_BATCH_CONCURRENCY", "8"), "how many lines of one batch run at once [GATEWAY_BATCH_CONCURRENCY]")
 	checkErrors := fs.String("check-errors", env("GATEWAY_CHECK_ERRORS", "pass"), "pass or fail: what a check that errors counts as when its parameters do not say failOnError [GATEWAY_CHECK_ERRORS]")
 	fs.Usage = func() {
 		fmt.Fprint(stderr, usageHeader)
@@ -129,6 +135,14 @@ func parseSettings(args []string, getenv func(string) string, stderr io.Writer) 
 	}
 	if s.pluginMemoryPerWorkspace, err = parseSize(*pluginMemory); err != nil {
 		errs = append(errs, fmt.Errorf("--plugin-memory-per-workspace (GATEWAY_PLUGIN_MEMORY_PER_WORKSPACE): %w", err))
+	}
+	if n, err := parseSize(*fileLimit); err != nil {
+		errs = append(errs, fmt.Errorf("--file-limit (GATEWAY_FILE_LIMIT): %w", err))
+	} else {
+		s.fileLimit = int64(n)
+	}
+	if s.batchConcurrency, err = strconv.Atoi(*batchConcurrency); err != nil || s.batchConcurrency < 1 || s.batchConcurrency > 1000 {
+		errs = append(errs, fmt.Errorf("--batch-concurrency (GATEWAY_BATCH_CONCURRENCY): %q is not a whole number from 1 to 1000", *batchConcurrency))
 	}
 	switch *checkErrors {
 	case "pass":
