@@ -88,6 +88,10 @@ func New(store *storage.Store, engine *runtime.Engine, opts Options) *Server {
 		IdleTimeout:           opts.IdleTimeout,
 		DisableStartupMessage: true,
 		ErrorHandler:          s.handleError,
+		// Bodies reach handlers as streams, so that an upload is never held whole in memory; limitBody
+		// enforces BodyLimit on every other route. The multipart pre-parse would buffer uploads itself.
+		StreamRequestBody:            true,
+		DisablePreParseMultipartForm: true,
 	})
 	s.routes()
 	return s
@@ -98,6 +102,7 @@ func (s *Server) routes() {
 	if s.accessLogs {
 		s.app.Use(s.accessLog)
 	}
+	s.app.Use(limitBody) // bodylimit.go
 	s.app.Get("/health", s.health)
 
 	v1 := s.app.Group("/v1", s.authenticate)

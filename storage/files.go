@@ -11,6 +11,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -63,7 +64,10 @@ const (
 func (fs *FileStore) codec() (*zstd.Encoder, *zstd.Decoder) {
 	fs.codecOnce.Do(func() {
 		var err error
-		if fs.enc, err = zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedFastest), zstd.WithLowerEncoderMem(true)); err != nil {
+		// Each chunk is compressed alone, so a window past a chunk is of no use; zstd's default (8 MiB) would
+		// make each of its per-CPU encoders keep a history of that size.
+		if fs.enc, err = zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedFastest), zstd.WithLowerEncoderMem(true),
+			zstd.WithWindowSize(FileChunkSize)); err != nil {
 			panic("storage: zstd encoder: " + err.Error())
 		}
 		if fs.dec, err = zstd.NewReader(nil, zstd.WithDecoderConcurrency(0), zstd.WithDecoderMaxMemory(FileChunkSize)); err != nil {
@@ -81,14 +85,27 @@ func (fs *FileStore) buf() *[]byte {
 	return &b
 }
 
-// NewTimeOrderedID returns prefix followed by 12 hex digits of the current time in milliseconds and 12 random hex
-// digits: IDs made this way sort by creation time, so lists can walk keys newest first without an index.
+// NewTimeOrderedID returns prefix followed by 24 hex digits: the time in milliseconds (12), a sequence number
+// (4) and random (8). IDs made this way sort by creation time, and strictly so within one process even in the
+// same millisecond, so lists can walk keys newest first without an index.
 func NewTimeOrderedID(prefix string, now time.Time) string {
+	stamp := uint64(now.UnixMilli()) << 16
+	for {
+		last := lastTimeOrdered.Load()
+		next := max(stamp, last+1)
+		if lastTimeOrdered.CompareAndSwap(last, next) {
+			stamp = next
+			break
+		}
+	}
 	var b [12]byte
-	binary.BigEndian.PutUint64(b[:8], uint64(now.UnixMilli())<<16)
-	_, _ = rand.Read(b[6:])
+	binary.BigEndian.PutUint64(b[:8], stamp)
+	_, _ = rand.Read(b[8:])
 	return prefix + hex.EncodeToString(b[:])
 }
+
+// lastTimeOrdered is the time and sequence (ms << 16 | seq) of the last ID NewTimeOrderedID made.
+var lastTimeOrdered atomic.Uint64
 
 // Create starts a new file in the workspace. f.Filename and f.Purpose are the caller's; f.ID, when empty, gets a
 // new time-ordered "file-" ID. When f.ID names a file that exists or was left half written, its chunks are
@@ -128,6 +145,7 @@ type FileWriter struct {
 	meta    File
 	limit   int64
 	buf     *[]byte
+	val     []byte // a chunk's stored form, reused
 	batch   *pebble.Batch
 	pending int // chunks in batch not yet applied
 	done    bool
@@ -138,6 +156,10 @@ func (w *FileWriter) ID() string { return w.meta.ID }
 
 // Size is the number of bytes written so far.
 func (w *FileWriter) Size() int64 { return w.meta.Bytes }
+
+// SetPurpose sets the purpose the file is committed with: a multipart upload may send its purpose after the
+// content, which is written as it arrives.
+func (w *FileWriter) SetPurpose(purpose string) { w.meta.Purpose = purpose }
 
 // Write appends p. It returns ErrFileTooLarge, writing nothing of p, when the file would pass its limit.
 func (w *FileWriter) Write(p []byte) (int, error) {
@@ -173,12 +195,14 @@ func (w *FileWriter) flushChunk() error {
 		return nil
 	}
 	enc, _ := w.fs.codec()
-	val := make([]byte, 1, 1+len(raw))
-	val[0] = chunkZstd
+	// The batch copies the value: one buffer per writer serves every chunk, so that an upload allocates about
+	// a chunk, not its size.
+	val := append(w.val[:0], chunkZstd)
 	val = enc.EncodeAll(raw, val)
 	if len(val)-1 > len(raw)-len(raw)/10 {
 		val = append(append(val[:0], chunkRaw), raw...)
 	}
+	w.val = val
 	if err := w.batch.Set(chunkKey(w.meta.WorkspaceID, w.meta.ID, w.meta.Chunks), val, nil); err != nil {
 		return err
 	}

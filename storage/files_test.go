@@ -176,3 +176,16 @@ func BenchmarkFileWriteRead(b *testing.B) {
 		r.Close()
 	}
 }
+
+// IDs made in the same millisecond still sort in the order they were made.
+func TestTimeOrderedIDsSortWithinAMillisecond(t *testing.T) {
+	now := time.Now()
+	prev := NewTimeOrderedID("x-", now)
+	for i := 0; i < 1000; i++ {
+		id := NewTimeOrderedID("x-", now)
+		if id <= prev || len(id) != len(prev) || !ValidID(id) {
+			t.Fatalf("%q after %q", id, prev)
+		}
+		prev = id
+	}
+}

@@ -50,6 +50,11 @@ func TestParseSettings(t *testing.T) {
 			want: settings{listen: "127.0.0.1:8787", dataDir: "./data", bodyLimit: 32 << 20, grace: 30 * time.Second, logLevel: slog.LevelInfo,
 				requestDeadline: 90 * time.Second, maxUpstreamAttempts: 7, pluginsPerWorkspace: 3, pluginMemoryPerWorkspace: 256 << 20,
 				checkErrorsFail: true}},
+		{name: "file and batch limits", args: []string{"--file-limit", "1GiB"}, env: env("GATEWAY_BATCH_CONCURRENCY", "3"),
+			want: settings{listen: "127.0.0.1:8787", dataDir: "./data", bodyLimit: 32 << 20, grace: 30 * time.Second, logLevel: slog.LevelInfo,
+				fileLimit: 1 << 30, batchConcurrency: 3}},
+		{name: "bad file and batch limits", args: []string{"--file-limit", "huge", "--batch-concurrency", "0"}, env: env(),
+			wantErr: []string{"--file-limit (GATEWAY_FILE_LIMIT)", "--batch-concurrency (GATEWAY_BATCH_CONCURRENCY)"}},
 		{name: "bad limits", args: []string{"--request-deadline", "0s", "--max-upstream-attempts", "0", "--plugins-per-workspace", "x",
 			"--plugin-memory-per-workspace", "lots", "--check-errors", "maybe"}, env: env(),
 			wantErr: []string{"--request-deadline (GATEWAY_REQUEST_DEADLINE)", "--max-upstream-attempts (GATEWAY_MAX_UPSTREAM_ATTEMPTS)",
@@ -97,6 +102,12 @@ func withLimitDefaults(s settings) settings {
 	}
 	if s.pluginMemoryPerWorkspace == 0 {
 		s.pluginMemoryPerWorkspace = 1 << 30
+	}
+	if s.fileLimit == 0 {
+		s.fileLimit = 512 << 20
+	}
+	if s.batchConcurrency == 0 {
+		s.batchConcurrency = 8
 	}
 	return s
 }

@@ -1,0 +1,105 @@
+package routes
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"os"
+	"strings"
+	"sync"
+
+	"github.com/gofiber/fiber/v2"
+)
+
+// The server runs with fasthttp's StreamRequestBody, so that a file upload reaches its handler as a stream
+// instead of a buffer of its whole size. fasthttp then hands every body over as a stream (its first 8 KiB read
+// ahead) and no longer enforces BodyLimit: c.Body() reads the stream whole, a body past the limit or chunked
+// included. limitBody puts the limit back for every request but the upload, which reads its stream itself
+// (files.go).
+
+// maxDrain is how much of a refused body is read and dropped before answering, so that a client still sending
+// it reads the answer instead of a reset connection; past it the connection is closed after the answer.
+const maxDrain = 1 << 20
+
+// maxPooledBody bounds the buffers kept for reading chunked bodies, so that one large body does not pin its
+// buffer for good.
+const maxPooledBody = 64 << 10
+
+var chunkedBodies = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
+// limitBody refuses a body larger than the app's BodyLimit with 413, before anything else reads it, and reads
+// an accepted one whole, so that handlers keep using c.Body() and a handler that answers without reading the
+// body leaves nothing of it on the connection. An upload's body passes as a stream.
+func limitBody(c *fiber.Ctx) error {
+	stream := c.Context().RequestBodyStream()
+	if stream == nil {
+		return c.Next()
+	}
+	if isUpload(c) {
+		// The upload reads its body itself; what is left of it (the whole body when authentication refused
+		// it, the rest after an error, the bytes past the form's end) is dropped here, whoever answered.
+		err := c.Next()
+		discardBody(c, stream)
+		return err
+	}
+	limit := c.App().Config().BodyLimit
+	switch n := c.Request().Header.ContentLength(); {
+	case n > limit:
+		discardBody(c, stream)
+		return fiber.ErrRequestEntityTooLarge
+	case n >= 0:
+		// Reads the declared length, within the limit, into the request's own buffer (raw: fiber's c.Body()
+		// would decompress). fasthttp puts a read error's text in place of a body it could not read whole.
+		if len(c.Request().Body()) != n {
+			return bodyReadError(c, io.ErrUnexpectedEOF)
+		}
+		return c.Next()
+	}
+	// Chunked: no length to check up front.
+	buf := chunkedBodies.Get().(*bytes.Buffer)
+	defer func() {
+		if buf.Cap() <= maxPooledBody {
+			buf.Reset()
+			chunkedBodies.Put(buf)
+		}
+	}()
+	read, err := buf.ReadFrom(io.LimitReader(stream, int64(limit)+1))
+	if err != nil {
+		return bodyReadError(c, err)
+	}
+	if read > int64(limit) {
+		discardBody(c, stream)
+		return fiber.ErrRequestEntityTooLarge
+	}
+	c.Request().SetBody(buf.Bytes()) // copies into the request's own buffer, and ends the stream
+	return c.Next()
+}
+
+// isUpload tells whether the request is routed to the file upload, whose body is not held in memory. It
+// matches as the router does: case-insensitive, a trailing slash allowed.
+func isUpload(c *fiber.Ctx) bool {
+	return c.Method() == fiber.MethodPost && strings.EqualFold(strings.TrimSuffix(c.Path(), "/"), "/v1/files")
+}
+
+// discardBody reads and drops up to maxDrain bytes of what is left of a body the request will not use; when
+// more is left, or it cannot be read, the connection closes after the answer, since the next request could
+// not be told from the rest of this body.
+func discardBody(c *fiber.Ctx, stream io.Reader) {
+	n, err := io.Copy(io.Discard, io.LimitReader(stream, maxDrain+1))
+	if err != nil || n > maxDrain {
+		c.Context().SetConnectionClose()
+	}
+}
+
+// bodyReadError is the answer to a body that could not be read: 408 when the client was too slow, else 400.
+// The connection closes after it, since what is left of the body cannot be told from the next request.
+func bodyReadError(c *fiber.Ctx, err error) error {
+	c.Context().SetConnectionClose()
+	if isTimeout(err) {
+		return fiber.ErrRequestTimeout
+	}
+	return fiber.NewError(fiber.StatusBadRequest, "the request body could not be read: "+err.Error())
+}
+
+// isTimeout tells whether a read of the body failed because the client did not send it in time.
+func isTimeout(err error) bool { return errors.Is(err, os.ErrDeadlineExceeded) }
