@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"net/url"
 
 	"github.com/llmgw/gateway/runtime/schema"
 )
@@ -71,6 +72,30 @@ type Call struct {
 // NewRequest may do I/O (a signed request, a token exchange through Target.Client) and must honour ctx.
 type Adapter interface {
 	NewRequest(ctx context.Context, t *Target, c *Call) (*http.Request, error)
+}
+
+// Manager is implemented by the adapters of providers that serve OpenAI's management APIs (files, batches,
+// fine-tuning): it owns their URLs and authentication as NewRequest owns the inference ones. path is the API's
+// path as OpenAI names it below its base URL ("/files", "/fine_tuning/jobs/ftjob-1/cancel"); query holds the
+// caller's query parameters (the adapter may add its own, such as an api-version); body, when not nil, has the
+// given content type (JSON, or a multipart upload). An adapter that cannot address the target's management API
+// answers a 400 *gwerr.Error that says so. Providers whose adapter does not implement it have no such APIs.
+type Manager interface {
+	NewManagementRequest(ctx context.Context, t *Target, method, path string, query url.Values, body io.Reader, contentType string) (*http.Request, error)
+}
+
+// NewManagementRequest builds the request of a management call that every Manager sends: method on url with
+// body of contentType (no content type when ""), accepting JSON. Adapters add their authentication to it.
+func NewManagementRequest(ctx context.Context, method, url string, body io.Reader, contentType string) (*http.Request, error) {
+	req, err := http.NewRequestWithContext(ctx, method, url, body)
+	if err != nil {
+		return nil, err
+	}
+	if contentType != "" {
+		req.Header.Set("Content-Type", contentType)
+	}
+	req.Header.Set("Accept", "application/json")
+	return req, nil
 }
 
 // ResponseTranslator turns a provider's 2xx, non-streamed answer into OpenAI's shape (a chat.completion,

@@ -85,23 +85,9 @@ func isFoundry(t *providers.Target) bool {
 
 // resolveOpenAI addresses an Azure OpenAI resource: the dated deployments API or, with api_version "v1", the v1 API.
 func resolveOpenAI(t *providers.Target, c *providers.Call, path string, header func(string) string) (address, *gwerr.Error) {
-	base := t.BaseURL
-	if base == "" {
-		resource, param := t.StringField("resource_name"), "resource_name"
-		if resource == "" {
-			resource, param = header(headerResource), headerResource
-		}
-		if resource == "" {
-			return address{}, gwerr.BadRequest(headerResource, "azure-openai needs an address: the resource name "+
-				"(config resource_name or header %s) with a deployment, a custom_host, or an Azure AI Foundry "+
-				"deployment (cloudx_deployment_type with cloudx_deployment_name or cloudx_endpoint_name, and cloudx_region)",
-				headerResource)
-		}
-		if !isLabel(resource) {
-			return address{}, gwerr.BadRequest(param, "%s must be an Azure resource name (letters, digits and hyphens), not %q",
-				param, resource)
-		}
-		base = "https://" + resource + ".openai.azure.com"
+	base, err := resourceBase(t, header)
+	if err != nil {
+		return address{}, err
 	}
 	dep, version, err := pickDeployment(t, c.Body, header)
 	if err != nil {
@@ -122,6 +108,28 @@ func resolveOpenAI(t *providers.Target, c *providers.Call, path string, header f
 		url:   base + "/openai/deployments/" + url.PathEscape(dep) + path + "?api-version=" + url.QueryEscape(version),
 		route: routeDeployment,
 	}, nil
+}
+
+// resourceBase is the Azure OpenAI resource's base URL: custom_host, else https://{resource}.openai.azure.com.
+func resourceBase(t *providers.Target, header func(string) string) (string, *gwerr.Error) {
+	if t.BaseURL != "" {
+		return t.BaseURL, nil
+	}
+	resource, param := t.StringField("resource_name"), "resource_name"
+	if resource == "" {
+		resource, param = header(headerResource), headerResource
+	}
+	if resource == "" {
+		return "", gwerr.BadRequest(headerResource, "azure-openai needs an address: the resource name "+
+			"(config resource_name or header %s) with a deployment, a custom_host, or an Azure AI Foundry "+
+			"deployment (cloudx_deployment_type with cloudx_deployment_name or cloudx_endpoint_name, and cloudx_region)",
+			headerResource)
+	}
+	if !isLabel(resource) {
+		return "", gwerr.BadRequest(param, "%s must be an Azure resource name (letters, digits and hyphens), not %q",
+			param, resource)
+	}
+	return "https://" + resource + ".openai.azure.com", nil
 }
 
 // resolveInference addresses an Azure AI model inference endpoint given as custom_host

@@ -2,7 +2,9 @@ package openai
 
 import (
 	"context"
+	"io"
 	"net/http"
+	"net/url"
 
 	"github.com/llmgw/gateway/runtime/providers"
 )
@@ -49,7 +51,10 @@ func init() {
 // speak the same format, so nothing is decoded or re-encoded.
 type Adapter struct{}
 
-var _ providers.Adapter = Adapter{}
+var (
+	_ providers.Adapter = Adapter{}
+	_ providers.Manager = Adapter{}
+)
 
 // NewRequest builds POST {base}/chat/completions (or /completions, /embeddings) with Bearer authentication.
 func (Adapter) NewRequest(ctx context.Context, t *providers.Target, c *providers.Call) (*http.Request, error) {
@@ -57,14 +62,34 @@ func (Adapter) NewRequest(ctx context.Context, t *providers.Target, c *providers
 	if err != nil {
 		return nil, err
 	}
+	authorize(req.Header, t)
+	return req, nil
+}
+
+// NewManagementRequest builds {base}{path}?{query} for OpenAI's files, batches and fine-tuning APIs, with the
+// authentication of NewRequest.
+func (Adapter) NewManagementRequest(ctx context.Context, t *providers.Target, method, path string, query url.Values, body io.Reader, contentType string) (*http.Request, error) {
+	u := t.BaseURL + path
+	if len(query) > 0 {
+		u += "?" + query.Encode()
+	}
+	req, err := providers.NewManagementRequest(ctx, method, u, body, contentType)
+	if err != nil {
+		return nil, err
+	}
+	authorize(req.Header, t)
+	return req, nil
+}
+
+// authorize puts the target's key, organization and project on a request.
+func authorize(h http.Header, t *providers.Target) {
 	if t.APIKey != "" {
-		req.Header.Set("Authorization", "Bearer "+t.APIKey)
+		h.Set("Authorization", "Bearer "+t.APIKey)
 	}
 	if org := t.StringField("llmvendor_organization"); org != "" {
-		req.Header.Set("OpenAI-Organization", org)
+		h.Set("OpenAI-Organization", org)
 	}
 	if project := t.StringField("llmvendor_project"); project != "" {
-		req.Header.Set("OpenAI-Project", project)
+		h.Set("OpenAI-Project", project)
 	}
-	return req, nil
 }

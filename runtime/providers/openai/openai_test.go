@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"net/url"
+	"strings"
 	"testing"
 
 	"github.com/llmgw/gateway/runtime/providers"
@@ -77,5 +79,32 @@ func TestEveryCompatibleProviderIsRegistered(t *testing.T) {
 	}
 	if a, ok := providers.Lookup("openai"); !ok || a == nil {
 		t.Fatal("openai not registered")
+	}
+}
+
+func TestNewManagementRequest(t *testing.T) {
+	target := providers.Target{Provider: "openai", BaseURL: "https://api.openai.com/v1", APIKey: "sk-1",
+		Fields: map[string]json.RawMessage{"llmvendor_organization": json.RawMessage(`"org-1"`), "llmvendor_project": json.RawMessage(`"proj-1"`)}}
+	req, err := Adapter{}.NewManagementRequest(context.Background(), &target, "POST", "/fine_tuning/jobs/ftjob-1/cancel",
+		url.Values{"limit": {"3"}}, strings.NewReader(`{}`), "application/json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if req.Method != "POST" || req.URL.String() != "https://api.openai.com/v1/fine_tuning/jobs/ftjob-1/cancel?limit=3" {
+		t.Errorf("%s %s", req.Method, req.URL)
+	}
+	for k, v := range map[string]string{"Authorization": "Bearer sk-1", "OpenAI-Organization": "org-1", "OpenAI-Project": "proj-1",
+		"Content-Type": "application/json", "Accept": "application/json"} {
+		if got := req.Header.Get(k); got != v {
+			t.Errorf("header %s = %q, want %q", k, got, v)
+		}
+	}
+	req, err = Adapter{}.NewManagementRequest(context.Background(), &providers.Target{Provider: "vllm", BaseURL: "http://127.0.0.1:8000/v1"},
+		"GET", "/files", nil, nil, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if req.URL.String() != "http://127.0.0.1:8000/v1/files" || req.Header.Get("Authorization") != "" || req.Header.Get("Content-Type") != "" {
+		t.Errorf("%s with %v", req.URL, req.Header)
 	}
 }
