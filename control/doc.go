@@ -1,5 +1,5 @@
 // Package control is the gateway's control plane: the management operations on a workspace's API keys,
-// rate-limit policies, prompts, saved guardrails and plugins, with their validation, the serialisation of writes that read
+// rate-limit policies, prompts, saved guardrails, plugins, files, batches and fine-tuning jobs, with their validation, the serialisation of writes that read
 // before they write, and the invalidation of the caches a write makes stale. routes calls it for the admin
 // API (a handler decodes, calls one Plane method and encodes the result); runtime/bootstrap calls it to apply
 // the bootstrap file's entries of those resources (the Upsert operations); the CLI reaches it through the API.
@@ -23,8 +23,12 @@
 // not written and reports changed false. runtime/bootstrap validates a whole file before its first write, then
 // calls them; it declares the interface of them it needs (bootstrap.Plane), which *Plane satisfies.
 //
+// Files are stored and read as streams (storage.FileStore); batches run in runtime/batch, which the Plane starts,
+// lists and cancels; fine-tuning jobs and 24h batches are forwarded to providers through runtime/upstream, which
+// mirrors gateway files to the provider and back so that callers only ever see gateway IDs.
+//
 // control imports runtime, runtime/config, runtime/prompt, runtime/ratelimit, runtime/jsoncheck, runtime/gwerr,
-// guardrails and storage (and may import runtime's other subpackages). It must not import fiber (nothing HTTP:
+// runtime/batch, runtime/upstream, guardrails and storage (and may import runtime's other subpackages). It must not import fiber (nothing HTTP:
 // no statuses but those gwerr carries, no headers, no request contexts), routes, cmd or runtime/bootstrap (which
 // calls it); nothing but routes, runtime/bootstrap and cmd imports it. A *Plane is safe for concurrent use.
 package control

@@ -7,6 +7,7 @@ import (
 
 	"github.com/llmgw/gateway/guardrails"
 	"github.com/llmgw/gateway/runtime/prompt"
+	"github.com/llmgw/gateway/runtime/upstream"
 	"github.com/llmgw/gateway/storage"
 )
 
@@ -30,11 +31,19 @@ type HookCache interface {
 type Options struct {
 	// Plugins is the wasm engine. Nil: plugin uploads answer 503, and deletes only delete the record.
 	Plugins PluginHost
+	// Upstream calls the stored providers' management APIs (fine-tuning, 24h batches). Nil: those operations
+	// answer 503.
+	Upstream *upstream.Client
 	// PluginChecks resolves "<plugin>.<check>" ids when a saved guardrail is checked; the Plane also requires
 	// the plugin to be stored in the workspace. Nil: plugin check ids are refused.
 	PluginChecks guardrails.PluginChecks
+	// Batches runs batches (runtime/batch.Runner). Nil: the batch operations answer 503.
+	Batches BatchRunner
 	// Logger receives one line per change. Default slog.Default().
 	Logger *slog.Logger
+	// FileLimit is the largest file an upload may store, in bytes; larger ones get 413. Default
+	// DefaultFileLimit (512 MiB).
+	FileLimit int64
 }
 
 // Caller is who asks for an operation: the workspace it acts in, and, for the log lines of changes, the API
@@ -53,7 +62,13 @@ type Plane struct {
 	plugins PluginHost
 	log     *slog.Logger
 
+	upstream *upstream.Client // Options.Upstream
+
+	fileLimit int64 // Options.FileLimit, defaulted
+
 	pluginChecks guardrails.PluginChecks
+
+	batches BatchRunner // Options.Batches
 
 	// policyWrites serialises the writes of policies: the store's Put replaces whatever is there, so the check
 	// that an id is free (create), the read-modify-write of an update and a delete must not interleave. One
@@ -74,7 +89,13 @@ func New(store *storage.Store, hooks HookCache, opts Options) *Plane {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
+	if opts.FileLimit <= 0 {
+		opts.FileLimit = DefaultFileLimit
+	}
 	return &Plane{store: store, hooks: hooks, plugins: opts.Plugins, log: opts.Logger, pluginChecks: opts.PluginChecks,
+		fileLimit:       opts.FileLimit,
+		upstream:        opts.Upstream,
+		batches:         opts.Batches,
 		promptTemplates: prompt.NewCache(4096)}
 }
 

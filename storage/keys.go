@@ -27,6 +27,22 @@ import (
 //	cache/<workspace-id>/<key-hex>                     CachedAnswer: the 32-byte exact-match key of runtime/cache
 //	semcache/<workspace-id>/<partition-hex>/<key-hex>  CachedVector: a semantic-cache embedding, by its 16-byte
 //	                                                   partition and the exact key of the answer it points at
+//	file/<workspace-id>/<file-id>                      File: an uploaded file's or batch output's metadata, written
+//	                                                   last, synced: the file exists once it is there
+//	filechunk/<workspace-id>/<file-id>/<seq-hex8>      a 256 KiB chunk of its content: a codec byte (raw, zstd), then data
+//	filepending/<workspace-id>/<file-id>               empty: the file is being written; at start SweepPending drops
+//	                                                   the chunks of one a crash cut short
+//	ftfile/<workspace-id>/<slug>/g/<gateway-file-id>/<purpose>  the provider's ID of a gateway file mirrored to
+//	                                                   the stored provider <slug> for that purpose (FineTuningStore)
+//	ftfile/<workspace-id>/<slug>/p/<provider-file-id>  the gateway file that mirrors the provider's file; an ID
+//	                                                   that is not a ValidID stands as "sha256:<hex>"
+//	ftjob/<workspace-id>/<slug>/<job-id>               FineTuningJob made through the stored provider <slug>
+//	batch/<workspace-id>/<batch-id>                    Batch; its request (the caller's headers) sealed with AES-GCM
+//	batchopen/<workspace-id>/<batch-id>                empty: the batch is not final yet (resumed at start)
+//	batchline/<workspace-id>/<batch-id>/<line-hex8>    a line's result: a LineKind byte, then its output or
+//	                                                   error file line (or a refused line's BatchError)
+//	batchcid/<workspace-id>/<batch-id>/<hex32>         during validation: the first line of a custom_id, by the
+//	                                                   first 16 bytes of sha256(custom_id)
 //
 // Values are JSON, except the cache's (binary, versioned, zstd-compressed: see CacheStore). Tables whose names share a beginning ("apikey", "apikeyid") cannot collide: the table name is
 // always followed by '/'.

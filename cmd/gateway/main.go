@@ -22,8 +22,10 @@ import (
 	"github.com/llmgw/gateway/plugins"
 	"github.com/llmgw/gateway/routes"
 	"github.com/llmgw/gateway/runtime"
+	"github.com/llmgw/gateway/runtime/batch"
 	"github.com/llmgw/gateway/runtime/bootstrap"
 	"github.com/llmgw/gateway/runtime/ratelimit"
+	"github.com/llmgw/gateway/runtime/upstream"
 	// The adapters this binary ships.
 	_ "github.com/llmgw/gateway/runtime/providers/anthropic"
 	_ "github.com/llmgw/gateway/runtime/providers/azure"
@@ -65,6 +67,12 @@ func run(ctx context.Context, stopSignals func(), args []string, getenv func(str
 		return err
 	}
 	defer store.Close()
+	// Uploads a crash cut short left chunks behind a pending marker: drop them before serving.
+	if n, err := store.Files.SweepPending(); err != nil {
+		return fmt.Errorf("sweep half-written files: %w", err)
+	} else if n > 0 {
+		log.Info("dropped files a crash left half written", "files", n)
+	}
 	initialized, err := store.Initialized()
 	if err != nil {
 		return err
@@ -102,9 +110,15 @@ func run(ctx context.Context, stopSignals func(), args []string, getenv func(str
 		PluginChecks: pluginChecks, PluginCondition: wasm.Condition, RateLimiter: limiter,
 		CheckErrorsFail: cfg.checkErrorsFail,
 		RequestDeadline: cfg.requestDeadline, MaxUpstreamAttempts: cfg.maxUpstreamAttempts})
+	// One client of the providers' management APIs, so that its per-file locks cover every caller.
+	mgmt := upstream.New(store, engine, log).WithFileLimit(cfg.fileLimit)
 	// One control plane serves the admin API and the plugins folder, so that their writes are serialised and
 	// invalidate the same caches.
-	plane := control.New(store, engine, control.Options{Plugins: wasm, PluginChecks: pluginChecks, Logger: log})
+	// Batch lines are request bodies: the body limit bounds them too.
+	batches := batch.New(store, engine, batch.Options{Concurrency: cfg.batchConcurrency, MaxLineBytes: cfg.bodyLimit,
+		Upstream: mgmt, Logger: log})
+	plane := control.New(store, engine, control.Options{Plugins: wasm, PluginChecks: pluginChecks, Logger: log, Upstream: mgmt,
+		FileLimit: cfg.fileLimit, Batches: batches})
 	server := routes.New(store, engine, routes.Options{BodyLimit: cfg.bodyLimit, Logger: log,
 		AccessLog: cfg.logLevel <= slog.LevelDebug, Plugins: wasm, PluginChecks: pluginChecks, Plane: plane})
 	if !initialized {
@@ -118,6 +132,9 @@ func run(ctx context.Context, stopSignals func(), args []string, getenv func(str
 			printFirstStart(stdout, secret, ln.Addr())
 		}
 	}
+
+	// The batch runner stops before the store closes, after the background work below (which starts it).
+	defer batches.Stop()
 
 	served := make(chan error, 1)
 	go func() { served <- server.Serve(ln) }()
@@ -133,6 +150,14 @@ func run(ctx context.Context, stopSignals func(), args []string, getenv func(str
 	backgroundWork.Go(func() {
 		if err := wasm.LoadStored(background, store); err != nil && background.Err() == nil {
 			log.Warn("stored plugins did not all load", "err", err)
+		}
+		if background.Err() != nil {
+			return
+		}
+		// Batches a previous process left unfinished resume once the stored plugins are loaded, so that their
+		// lines are not judged by checks still compiling; batches made meanwhile wait for it too.
+		if err := batches.Start(ctx); err != nil {
+			log.Error("unfinished batches could not be resumed", "err", err)
 		}
 	})
 	backgroundWork.Go(func() { sweepCache(background, engine, log, time.Minute) })
@@ -156,6 +181,7 @@ func run(ctx context.Context, stopSignals func(), args []string, getenv func(str
 	}
 	stopBackground()
 	backgroundWork.Wait()
+	batches.Stop() // lines in flight are dropped without a result: they run again at the next start
 	if err := limiter.Close(); err != nil {
 		log.Warn("rate-limit counters not all saved", "err", err)
 	}
