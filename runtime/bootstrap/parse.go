@@ -18,7 +18,9 @@ import (
 
 	"github.com/llmgw/gateway/guardrails"
 	"github.com/llmgw/gateway/hostapi"
+	"github.com/llmgw/gateway/runtime/catalog"
 	"github.com/llmgw/gateway/runtime/config"
+	"github.com/llmgw/gateway/runtime/gwerr"
 	"github.com/llmgw/gateway/runtime/jsonfield"
 	"github.com/llmgw/gateway/runtime/netguard"
 	"github.com/llmgw/gateway/runtime/prompt"
@@ -291,6 +293,18 @@ func parseProvider(o *object) Provider {
 	// The adapters' checks read the entry as a config object at the top level; compileProblem puts their
 	// paths under the entry's.
 	entry := jsonfield.ObjectOf(o.Fields, "")
+	// "models": the stored provider's own catalogue facts (catalog.ParseOverrides), kept with its fields.
+	if raw := o.Get(catalog.OverridesField); raw != nil {
+		var ge *gwerr.Error
+		switch _, err := catalog.ParseOverrides(raw); {
+		case errors.As(err, &ge):
+			o.P.Add(o.Path+"."+ge.Param, "%s", ge.Message)
+		case err != nil:
+			o.P.Add(o.Path+"."+catalog.OverridesField, "%s", err.Error())
+		default:
+			pr.Fields[catalog.OverridesField] = raw
+		}
+	}
 	for _, name := range o.Unread() {
 		want, f := "string", providers.Field{}
 		if name != "api_key" && name != "custom_host" {

@@ -5,6 +5,8 @@
 //     Tool, ...) and the embeddings request, with decoders whose errors name the field (messages[2].content).
 //   - answer.go: the chat completion answer, logprobs, usage, the embeddings list and the error body.
 //   - chunk.go: the stream chunk and ChunkWriter, the one encoder of chat.completion.chunk events.
+//   - responses.go: the responses API's request (DecodeResponseRequest validates it, naming the field) and
+//     response object.
 //   - body.go: Body, the caller's body read once at the edge; the limiter, conditions, checks and adapters ask
 //     it for the model, the stream flag, the decoded object or the decoded chat request instead of decoding the
 //     bytes again.
