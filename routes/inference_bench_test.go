@@ -28,20 +28,25 @@ func benchUpstream(b *testing.B) *httptest.Server {
 
 // runChat drives handler with a chat completion request carrying headers, b.N times.
 func runChat(b *testing.B, handler fasthttp.RequestHandler, headers ...string) {
+	runPost(b, handler, "/v1/chat/completions", chatBody, headers...)
+}
+
+// runPost drives handler with a POST of the JSON body to path carrying headers, b.N times; each must answer 200.
+func runPost(b *testing.B, handler fasthttp.RequestHandler, path, body string, headers ...string) {
 	var ctx fasthttp.RequestCtx
-	body := []byte(chatBody)
+	raw := []byte(body)
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		ctx.Request.Reset()
 		ctx.Response.Reset()
 		ctx.Request.Header.SetMethod("POST")
-		ctx.Request.SetRequestURI("/v1/chat/completions")
+		ctx.Request.SetRequestURI(path)
 		ctx.Request.Header.SetContentType("application/json")
 		for j := 0; j+1 < len(headers); j += 2 {
 			ctx.Request.Header.Set(headers[j], headers[j+1])
 		}
-		ctx.Request.SetBody(body)
+		ctx.Request.SetBody(raw)
 		handler(&ctx)
 		if ctx.Response.StatusCode() != 200 {
 			b.Fatalf("status %d: %s", ctx.Response.StatusCode(), ctx.Response.Body())

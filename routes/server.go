@@ -139,6 +139,7 @@ func (s *Server) routes() {
 	s.fileRoutes(v1)       // files.go
 	s.batchRoutes(v1)      // batches.go
 	s.fineTuningRoutes(v1) // finetuning.go
+	s.responseRoutes(v1)   // responses.go
 
 	v1.Post("/chat/completions", s.inference(providers.ChatCompletions))
 	v1.Post("/completions", s.inference(providers.Completions))

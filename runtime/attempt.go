@@ -145,6 +145,7 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 
 // attempt makes one upstream call bounded by timeout.
 func (e *Engine) attempt(ctx context.Context, adapter providers.Adapter, t *providers.Target, call *providers.Call, timeout time.Duration) *outcome {
+	adapter = e.responsesStep(ctx, adapter, call) // responses_step.go: /v1/responses, native or translated
 	actx, cancel := context.WithTimeout(ctx, timeout)
 	req, err := adapter.NewRequest(actx, t, call)
 	if err != nil {

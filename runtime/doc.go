@@ -33,7 +33,9 @@
 // target's identity, body patches, then the steps below in order); hooks.go and hookstream.go (compiled check
 // sets, before- and after-request hooks and guardrails, on whole and streamed answers); cachestep.go and
 // embed.go (lookup, store, semantic embedding); breaker.go (circuit breakers: asked before the call, told its
-// outcome after); attempt.go (calls with retries, per-attempt timeouts, transport errors); usage.go (tokens
+// outcome after); attempt.go (calls with retries, per-attempt timeouts, transport errors) and responses_step.go
+// (a responses request sent natively, or translated to chat completions and back by runtime/responses, per
+// attempt); management.go (a stored provider resolved for runtime/upstream's management calls); usage.go (tokens
 // counted for rate limits, x-ratelimit-* figures). state.go, at the bottom, holds what the steps share:
 // Request and Response, the request's state (which keeps no context: ctx is passed down), and outcome.
 //

@@ -307,12 +307,14 @@ func endpointName(ep providers.Endpoint) string {
 		return "completions"
 	case providers.Embeddings:
 		return "embeddings"
+	case providers.Responses:
+		return "responses"
 	}
 	return ""
 }
 
 // requestText is the text input checks look at: the messages' text (chat), the prompt (completions) or the
-// input (embeddings).
+// input (embeddings; responses: a string, or the text parts of its items).
 func requestText(params map[string]any) string {
 	var b strings.Builder
 	add := func(s string) {
@@ -337,8 +339,14 @@ func requestText(params map[string]any) string {
 			add(v)
 		case []any:
 			for _, item := range v {
-				if s, ok := item.(string); ok {
-					add(s)
+				switch it := item.(type) {
+				case string:
+					add(it)
+				case map[string]any: // a responses input item: a message's content, a tool's output
+					add(contentText(it["content"]))
+					if out, ok := it["output"].(string); ok {
+						add(out)
+					}
 				}
 			}
 		}
@@ -364,7 +372,7 @@ func contentText(c any) string {
 }
 
 // replaceRequestText writes a transformer's text back into the body: into the last user message of a chat
-// request, or the prompt / input of the others.
+// request (or the last user item of a responses input), or the prompt / input of the others.
 func replaceRequestText(body []byte, text string) ([]byte, error) {
 	var m map[string]json.RawMessage
 	if err := json.Unmarshal(body, &m); err != nil {
@@ -385,13 +393,25 @@ func replaceRequestText(body []byte, text string) ([]byte, error) {
 		m["messages"], _ = json.Marshal(msgs)
 	} else if _, ok := m["prompt"]; ok {
 		m["prompt"] = quoted
-	} else if _, ok := m["input"]; ok {
-		m["input"] = quoted
+	} else if raw, ok := m["input"]; ok {
+		var items []map[string]json.RawMessage
+		if json.Unmarshal(raw, &items) == nil && len(items) > 0 { // responses input items: as chat messages
+			for i := len(items) - 1; i >= 0; i-- {
+				if string(items[i]["role"]) == `"user"` {
+					items[i]["content"] = quoted
+					break
+				}
+			}
+			m["input"], _ = json.Marshal(items)
+		} else {
+			m["input"] = quoted
+		}
 	}
 	return json.Marshal(m)
 }
 
-// answerText is the text of an OpenAI-shaped answer that output checks look at.
+// answerText is the text of an OpenAI-shaped answer that output checks look at: the first choice's, or a
+// response object's output messages' text.
 func answerText(body []byte) string {
 	var a struct {
 		Choices []struct {
@@ -400,9 +420,22 @@ func answerText(body []byte) string {
 			} `json:"message"`
 			Text string `json:"text"`
 		} `json:"choices"`
+		Output []struct {
+			Type    string `json:"type"`
+			Content any    `json:"content"`
+		} `json:"output"`
 	}
-	if json.Unmarshal(body, &a) != nil || len(a.Choices) == 0 {
+	if json.Unmarshal(body, &a) != nil {
 		return ""
+	}
+	if len(a.Choices) == 0 {
+		var parts []string
+		for _, item := range a.Output {
+			if item.Type == "message" {
+				parts = append(parts, contentText(item.Content))
+			}
+		}
+		return strings.Join(parts, "\n")
 	}
 	if t := contentText(a.Choices[0].Message.Content); t != "" {
 		return t

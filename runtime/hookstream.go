@@ -9,6 +9,8 @@ import (
 	"strings"
 
 	"github.com/llmgw/gateway/guardrails"
+	"github.com/llmgw/gateway/runtime/gwerr"
+	"github.com/llmgw/gateway/runtime/providers"
 	"github.com/llmgw/gateway/runtime/schema"
 )
 
@@ -16,13 +18,21 @@ import (
 // runs the output guardrails on that text and sends their result as one more event before [DONE]
 // (DESIGN.md): data: {"hook_results": ...}. A deny instead ends the stream with data: {"error": ...} and no
 // [DONE].
+//
+// A responses event stream has no [DONE]: its end is the event that carries the whole response
+// (response.completed, response.incomplete or response.failed). The guardrails run before that event is
+// passed on, on the text of its response.output_text.delta events; a deny replaces it with an error event and
+// ends the stream, so a denied answer never reaches the caller whole. A stream that ends without either end is
+// cut off after the guardrails ran on what came (never passed on unjudged).
 type hookStream struct {
-	src     io.ReadCloser
-	br      *bufio.Reader
-	pending bytes.Buffer
-	text    strings.Builder
-	done    bool
-	finish  func(text string) (event []byte, deny bool)
+	src       io.ReadCloser
+	br        *bufio.Reader
+	pending   bytes.Buffer
+	text      strings.Builder
+	done      bool
+	responses bool   // the stream is a responses event stream
+	eventLine []byte // a responses stream's "event:" line, held until its data line shows whether it ends the stream
+	finish    func(text string) (event []byte, deny bool)
 }
 
 func (h *hookStream) Read(p []byte) (int, error) {
@@ -32,9 +42,20 @@ func (h *hookStream) Read(p []byte) (int, error) {
 		}
 		line, err := h.br.ReadBytes('\n')
 		if len(line) > 0 {
-			h.line(line)
+			if h.responses {
+				h.responsesLine(line)
+			} else {
+				h.line(line)
+			}
 		}
 		if err != nil {
+			if h.responses && !h.done {
+				// The stream ended without its final event: judge what came, and pass on only a deny.
+				h.done = true
+				if event, deny := h.finish(h.text.String()); deny {
+					h.pending.Write(event)
+				}
+			}
 			if h.pending.Len() > 0 {
 				break
 			}
@@ -66,17 +87,70 @@ func (h *hookStream) line(line []byte) {
 	h.pending.Write(line)
 }
 
+// responsesLine handles one line of a responses event stream.
+func (h *hookStream) responsesLine(line []byte) {
+	trimmed := bytes.TrimRight(line, "\r\n")
+	if bytes.HasPrefix(trimmed, []byte("event:")) {
+		h.eventLine = append(h.eventLine[:0], line...)
+		return
+	}
+	payload, isData := bytes.CutPrefix(trimmed, []byte("data:"))
+	if !isData {
+		h.pending.Write(h.eventLine)
+		h.eventLine = h.eventLine[:0]
+		h.pending.Write(line)
+		return
+	}
+	var ev struct {
+		Type  string `json:"type"`
+		Delta string `json:"delta"`
+	}
+	_ = json.Unmarshal(bytes.TrimSpace(payload), &ev)
+	switch ev.Type {
+	case "response.output_text.delta":
+		h.text.WriteString(ev.Delta)
+	case "response.completed", "response.incomplete", "response.failed":
+		h.done = true
+		if event, deny := h.finish(h.text.String()); deny {
+			h.eventLine = h.eventLine[:0]
+			h.pending.Write(event)
+			return
+		}
+	}
+	h.pending.Write(h.eventLine)
+	h.eventLine = h.eventLine[:0]
+	h.pending.Write(line)
+	if h.done {
+		h.pending.WriteString("\n") // the blank line that ends the final event: nothing after it is read
+	}
+}
+
 func (h *hookStream) Close() error { return h.src.Close() }
 
 // streamWithOutputHooks wraps a streamed answer so that its output guardrails run on the assembled text.
 func (e *Engine) streamWithOutputHooks(ctx context.Context, st *state, set *guardrails.Set, out *outcome, results hookResults) {
 	src := out.stream.ReadCloser
-	out.stream.ReadCloser = &hookStream{src: src, br: bufio.NewReaderSize(src, 32<<10), finish: func(text string) ([]byte, bool) {
+	responses := st.req.Endpoint == providers.Responses
+	out.stream.ReadCloser = &hookStream{src: src, br: bufio.NewReaderSize(src, 32<<10), responses: responses, finish: func(text string) ([]byte, bool) {
 		after := set.Run(ctx, guardrails.StageAfter, checkInput(st, guardrails.StageAfter, text), requestView{st})
 		results.After = after.Results
 		e.runAsync(ctx, st.req.TraceID, after.Async)
+		if after.Deny && responses {
+			// The responses stream's own error event, which the SDKs raise as an error.
+			body, _ := json.Marshal(struct {
+				Type        string      `json:"type"`
+				Code        string      `json:"code"`
+				Message     string      `json:"message"`
+				Param       *string     `json:"param"`
+				HookResults hookResults `json:"hook_results"`
+			}{"error", gwerr.CodeHooksFailed, "the answer was denied by a guardrail or hook", nil, results})
+			return append(append([]byte("event: error\ndata: "), body...), "\n\n"...), true
+		}
 		if after.Deny {
 			return append(append([]byte("data: "), hooksDenied(results)...), "\n\n"...), true
+		}
+		if responses {
+			return nil, false // a responses stream has no place for an extra event: the results are not sent
 		}
 		body, _ := json.Marshal(map[string]any{"hook_results": results})
 		return append(append([]byte("data: "), body...), "\n\n"...), false

@@ -40,19 +40,34 @@ func rateLimitHeaders(adm *ratelimit.Admission, resp *Response) {
 	resp.RateLimit = RateLimitFigures{Limit: limit, Remaining: max(remaining, 0), Reset: reset, Set: true}
 }
 
-// answerUsage reads usage.total_tokens of a non-streamed answer (chat completion, text completion or
-// embeddings list). ok is false when the answer carries no usage.
+// answerUsage reads usage.total_tokens of a non-streamed answer (chat completion, text completion,
+// embeddings list or response object). ok is false when the answer carries no usage.
 func answerUsage(body []byte) (tokens int64, ok bool) {
 	if !bytes.Contains(body, []byte(`"usage"`)) {
 		return 0, false
 	}
 	var a struct {
-		Usage *schema.Usage `json:"usage"`
+		Usage *answerUsageFields `json:"usage"`
 	}
 	if json.Unmarshal(body, &a) != nil || a.Usage == nil {
 		return 0, false
 	}
-	return a.Usage.Total(), true
+	return a.Usage.total(), true
+}
+
+// answerUsageFields is the usage of a chat or text completion, an embeddings list, or a response object
+// (input_tokens, output_tokens).
+type answerUsageFields struct {
+	schema.Usage
+	InputTokens  int64 `json:"input_tokens"`
+	OutputTokens int64 `json:"output_tokens"`
+}
+
+func (u *answerUsageFields) total() int64 {
+	if t := u.Usage.Total(); t != 0 {
+		return t
+	}
+	return u.InputTokens + u.OutputTokens
 }
 
 // streamChunk is what the gateway reads of an OpenAI stream chunk (chat or text completion): the text of
@@ -65,6 +80,12 @@ type streamChunk struct {
 		Text string `json:"text"`
 	} `json:"choices"`
 	Usage *schema.Usage `json:"usage"`
+	// Delta and Response are a responses event's: the text a response.output_text.delta adds, and the
+	// response object (its usage) of response.completed.
+	Delta    string `json:"delta"`
+	Response *struct {
+		Usage *answerUsageFields `json:"usage"`
+	} `json:"response"`
 }
 
 // text is the text choice i adds: a chat delta's content, or a text completion's text.
@@ -134,6 +155,10 @@ func (u *usageStream) observe(line []byte) {
 	}
 	if chunk.Usage != nil {
 		u.usage, u.seenUsage = chunk.Usage.Total(), true
+	}
+	u.textBytes += len(chunk.Delta)
+	if r := chunk.Response; r != nil && r.Usage != nil {
+		u.usage, u.seenUsage = r.Usage.total(), true
 	}
 }
 

@@ -43,6 +43,9 @@ import (
 //	                                                   error file line (or a refused line's BatchError)
 //	batchcid/<workspace-id>/<batch-id>/<hex32>         during validation: the first line of a custom_id, by the
 //	                                                   first 16 bytes of sha256(custom_id)
+//	response/<workspace-id>/<response-id>              StoredResponse: a stored response object (responses API)
+//	responseinput/<workspace-id>/<response-id>         its input items (JSON array), previous turns included;
+//	                                                   written and deleted with the response, synced
 //
 // Values are JSON, except the cache's (binary, versioned, zstd-compressed: see CacheStore). Tables whose names share a beginning ("apikey", "apikeyid") cannot collide: the table name is
 // always followed by '/'.

@@ -19,6 +19,9 @@ const (
 	ChatCompletions Endpoint = iota + 1
 	Completions
 	Embeddings
+	// Responses is OpenAI's responses API (POST /v1/responses): sent as is to an adapter that implements
+	// NativeResponses, translated to and from ChatCompletions for every other one (runtime/responses_step.go).
+	Responses
 )
 
 // Path is the endpoint's path below the provider's base URL, as OpenAI names it.
@@ -30,6 +33,8 @@ func (e Endpoint) Path() string {
 		return "/completions"
 	case Embeddings:
 		return "/embeddings"
+	case Responses:
+		return "/responses"
 	}
 	return ""
 }
@@ -96,6 +101,13 @@ func NewManagementRequest(ctx context.Context, method, url string, body io.Reade
 	}
 	req.Header.Set("Accept", "application/json")
 	return req, nil
+}
+
+// NativeResponses is implemented by adapters whose provider serves OpenAI's responses API itself (OpenAI, Azure
+// OpenAI): NativeResponses reports true, and a Responses call goes to them as it is. Every other adapter gets
+// the call translated to a chat completion (runtime/responses_step.go).
+type NativeResponses interface {
+	NativeResponses() bool
 }
 
 // ResponseTranslator turns a provider's 2xx, non-streamed answer into OpenAI's shape (a chat.completion,

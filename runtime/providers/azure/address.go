@@ -15,6 +15,10 @@ import (
 // inference", latest GA release 2024-10-21).
 const DefaultAPIVersion = "2024-10-21"
 
+// ResponsesAPIVersion is the api-version of a responses call ({resource}/openai/responses) when the target
+// chose none: DefaultAPIVersion predates the responses API.
+const ResponsesAPIVersion = "2025-04-01-preview"
+
 // DefaultInferenceAPIVersion is the api-version sent to an Azure AI model inference endpoint
 // (https://{resource}.services.ai.azure.com/models) when none is given: the version the Azure AI Inference client
 // libraries call (learn.microsoft.com/dotnet/api/overview/azure/ai.inference-readme: "REST API version
@@ -98,6 +102,13 @@ func resolveOpenAI(t *providers.Target, c *providers.Call, path string, header f
 	}
 	if version == V1 {
 		return address{url: base + "/openai/v1" + path, route: routeV1, model: dep}, nil
+	}
+	if c.Endpoint == providers.Responses && dep != "" {
+		// The responses API is not below a deployment: the body's model names it, as on the v1 API.
+		if version == DefaultAPIVersion {
+			version = ResponsesAPIVersion
+		}
+		return address{url: base + "/openai/responses?api-version=" + url.QueryEscape(version), route: routeDeployment, model: dep}, nil
 	}
 	if dep == "" {
 		return address{}, gwerr.BadRequest(headerDeployment, "azure-openai needs a deployment: config deployment_id "+

@@ -18,7 +18,14 @@ func init() {
 // streams and error bodies pass through unchanged; the adapter owns the URL and the authentication.
 type Adapter struct{}
 
-var _ providers.Adapter = Adapter{}
+var (
+	_ providers.Adapter         = Adapter{}
+	_ providers.NativeResponses = Adapter{}
+)
+
+// NativeResponses reports true: Azure OpenAI serves the responses API ({resource}/openai/responses, or
+// /openai/v1/responses with api_version v1).
+func (Adapter) NativeResponses() bool { return true }
 
 // NewRequest builds the POST to the target's Azure endpoint (see doc.go for how the address is chosen). A target
 // without an address is a 400 *gwerr.Error that names the field or header to set.

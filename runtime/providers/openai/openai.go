@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"slices"
 
 	"github.com/llmgw/gateway/runtime/providers"
 )
@@ -38,8 +39,9 @@ var Fields = []providers.Field{
 
 func init() {
 	for _, p := range Compatible {
+		native := slices.Contains(NativeResponses, p.ID)
 		d := providers.Descriptor{ID: p.ID, BaseURL: p.BaseURL, Fields: Fields, Keyless: p.Keyless,
-			New: func() providers.Adapter { return Adapter{} }}
+			New: func() providers.Adapter { return Adapter{responses: native} }}
 		if p.ID == "openai" {
 			d.Aliases = []string{"llmvendor"}
 		}
@@ -47,14 +49,24 @@ func init() {
 	}
 }
 
+// NativeResponses lists the providers of Compatible that serve OpenAI's responses API (/responses) themselves;
+// the others speak only chat completions, so the gateway translates a responses request for them.
+var NativeResponses = []string{"openai"}
+
 // Adapter calls OpenAI and OpenAI-compatible providers. The caller's body goes upstream as it is: both sides
 // speak the same format, so nothing is decoded or re-encoded.
-type Adapter struct{}
+type Adapter struct {
+	responses bool // the provider serves /responses (NativeResponses)
+}
 
 var (
-	_ providers.Adapter = Adapter{}
-	_ providers.Manager = Adapter{}
+	_ providers.Adapter         = Adapter{}
+	_ providers.Manager         = Adapter{}
+	_ providers.NativeResponses = Adapter{}
 )
+
+// NativeResponses reports whether the provider serves the responses API itself (see the list NativeResponses).
+func (a Adapter) NativeResponses() bool { return a.responses }
 
 // NewRequest builds POST {base}/chat/completions (or /completions, /embeddings) with Bearer authentication.
 func (Adapter) NewRequest(ctx context.Context, t *providers.Target, c *providers.Call) (*http.Request, error) {

@@ -1,0 +1,325 @@
+package routes
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/gofiber/fiber/v2"
+
+	"github.com/llmgw/gateway/control"
+	"github.com/llmgw/gateway/runtime"
+	"github.com/llmgw/gateway/runtime/catalog"
+	"github.com/llmgw/gateway/runtime/gwerr"
+	"github.com/llmgw/gateway/runtime/providers"
+	"github.com/llmgw/gateway/runtime/responses"
+	"github.com/llmgw/gateway/runtime/schema"
+)
+
+// The responses API (SPEC.md's response object, DESIGN.md "Responses (contract)"). POST /v1/responses is an
+// inference request like chat completions (every routing header, config, retry, guardrail and rate-limit
+// policy applies; the engine sends it natively or translated, runtime/responses_step.go). Before that, this
+// file rebuilds a chained request's input (previous_response_id, which is not sent on) and fits the input to
+// the model's context window (truncation); after it, a stored request (store, default true) keeps its
+// response object and input items through the control plane (control/responses.go).
+//
+// Truncation needs the target's provider before the engine resolves it: it is the canonical provider of
+// x-gateway-provider, or the stored provider of x-gateway-virtual-key or x-gateway-provider "@slug". A request
+// routed by a config alone, or for a model the catalogue does not know, is sent untruncated (the provider
+// then judges its length).
+
+// responseRoutes registers the endpoints of this file under /v1.
+func (s *Server) responseRoutes(v1 fiber.Router) {
+	v1.Post("/responses", s.createResponse)
+	v1.Get("/responses/:id", s.getResponse)
+	v1.Delete("/responses/:id", s.deleteResponse)
+	v1.Get("/responses/:id/input_items", s.listResponseInputItems)
+}
+
+// maxFinalEvent bounds the event a stored stream's response object is read from.
+const maxFinalEvent = 16 << 20
+
+// createResponse answers POST /v1/responses.
+func (s *Server) createResponse(c *fiber.Ctx) error {
+	if err := requireJSON(c); err != nil {
+		return err
+	}
+	raw := bytes.Clone(c.Body()) // fiber reuses its buffer
+	body, err := schema.ReadBody(raw)
+	if err != nil {
+		return err
+	}
+	rr, err := schema.DecodeResponseRequest(raw)
+	if err != nil {
+		return err
+	}
+	items, err := rr.InputItems()
+	if err != nil {
+		return err
+	}
+	caller := callerOf(c)
+	ctx := c.UserContext()
+	_, chained := rawMember(raw, "previous_response_id")
+	if rr.PreviousResponseID != nil && *rr.PreviousResponseID != "" {
+		if items, err = s.plane.ChainInput(ctx, caller, *rr.PreviousResponseID, items); err != nil {
+			return err
+		}
+	}
+	fitted, err := s.truncate(c, caller, rr, items)
+	if err != nil {
+		return err
+	}
+	if chained || len(fitted) != len(items) {
+		if raw, err = withInput(raw, fitted); err != nil {
+			return gwerr.Internal(err)
+		}
+		if body, err = schema.ReadBody(raw); err != nil {
+			return err
+		}
+	}
+	items = fitted
+	req, err := newEngineRequest(c, providers.Responses, body)
+	if err != nil {
+		return err
+	}
+	// The provider never saw previous_response_id: the answer (and the stored object) gets it back.
+	previous := ""
+	if rr.PreviousResponseID != nil {
+		previous = *rr.PreviousResponseID
+	}
+	store := rr.Store == nil || *rr.Store
+	if !store && previous == "" {
+		return s.run(c, req, nil)
+	}
+	plane, log := s.plane, s.log
+	save := func(obj json.RawMessage) {
+		// The stream's save runs after the handler returned: nothing here may read c.
+		if err := plane.StoreResponse(context.WithoutCancel(ctx), caller, obj, items); err != nil {
+			log.Warn("response not stored", "trace_id", caller.TraceID, "err", err)
+		}
+	}
+	if body.Stream() {
+		if store {
+			c.SetUserContext(runtime.WithResponsesTap(ctx, func(rc io.ReadCloser) io.ReadCloser {
+				return &finalTap{src: rc, save: func(obj json.RawMessage) { save(withPrevious(obj, previous)) }, log: log}
+			}))
+		}
+		return s.run(c, req, nil)
+	}
+	return s.run(c, req, func(_ *fiber.Ctx, resp *runtime.Response) []byte {
+		obj := withPrevious(resp.Body, previous)
+		if store {
+			save(obj)
+		}
+		return obj
+	})
+}
+
+// withPrevious sets the response object's previous_response_id to previous when it is not "" (and obj is a
+// JSON object); otherwise it returns obj as it is.
+func withPrevious(obj []byte, previous string) []byte {
+	if previous == "" {
+		return obj
+	}
+	var m map[string]json.RawMessage
+	if json.Unmarshal(obj, &m) != nil || m == nil {
+		return obj
+	}
+	m["previous_response_id"], _ = json.Marshal(previous)
+	out, err := json.Marshal(m)
+	if err != nil {
+		return obj
+	}
+	return out
+}
+
+// truncate fits items to the model's context window (catalog.Truncate) when the target's provider and the
+// model are known before routing (see the file's comment); otherwise it returns items unchanged. The answer's
+// reserve is max_output_tokens, else the model's output limit.
+func (s *Server) truncate(c *fiber.Ctx, caller control.Caller, rr *schema.ResponseRequest, items []json.RawMessage) ([]json.RawMessage, error) {
+	provider, overrides := s.knownProvider(c, caller)
+	if provider == "" {
+		return items, nil
+	}
+	m, ok := catalog.LookupWith(provider, rr.Model, overrides)
+	if !ok || m.ContextWindow <= 0 {
+		return items, nil
+	}
+	mode := catalog.TruncationDisabled // SPEC.md's default
+	if rr.Truncation != nil {
+		mode = *rr.Truncation
+	}
+	instructions, reserve := "", m.MaxOutputTokens
+	if rr.Instructions != nil {
+		instructions = *rr.Instructions
+	}
+	if rr.MaxOutputTokens != nil {
+		reserve = int(*rr.MaxOutputTokens)
+	}
+	return catalog.Truncate(items, instructions, m.ContextWindow, reserve, mode)
+}
+
+// knownProvider is the canonical provider the request's headers name, with the stored provider's model
+// overrides (catalog.OverridesField) when it is one; "" when only the engine will know it (a config).
+func (s *Server) knownProvider(c *fiber.Ctx, caller control.Caller) (string, json.RawMessage) {
+	if c.Get(HeaderConfig) != "" {
+		return "", nil
+	}
+	slug := strings.TrimSpace(c.Get(HeaderVirtualKey))
+	if slug == "" {
+		name := strings.TrimSpace(c.Get(HeaderProvider))
+		if rest, ok := strings.CutPrefix(name, "@"); ok {
+			slug = rest
+		} else if id, ok := providers.Canonical(name); ok {
+			return id, nil
+		}
+	}
+	if slug == "" {
+		return "", nil
+	}
+	p, err := s.store.Providers.Get(caller.WorkspaceID, slug)
+	if err != nil {
+		return "", nil // the engine answers for a missing provider
+	}
+	return p.Provider, p.Fields[catalog.OverridesField]
+}
+
+// withInput returns the request body raw with input replaced by items and without previous_response_id: the
+// gateway chains the turns itself.
+func withInput(raw []byte, items []json.RawMessage) ([]byte, error) {
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &m); err != nil {
+		return nil, err
+	}
+	delete(m, "previous_response_id")
+	input, err := json.Marshal(items)
+	if err != nil {
+		return nil, err
+	}
+	m["input"] = input
+	return json.Marshal(m)
+}
+
+// rawMember reports whether the JSON object raw has the top-level member name.
+func rawMember(raw []byte, name string) (json.RawMessage, bool) {
+	if !bytes.Contains(raw, []byte(name)) {
+		return nil, false
+	}
+	var m map[string]json.RawMessage
+	if json.Unmarshal(raw, &m) != nil {
+		return nil, false
+	}
+	v, ok := m[name]
+	return v, ok
+}
+
+// getResponse answers GET /v1/responses/{id}: the stored response object.
+func (s *Server) getResponse(c *fiber.Ctx) error {
+	obj, err := s.plane.Response(c.UserContext(), callerOf(c), c.Params("id"))
+	if err != nil {
+		return err
+	}
+	c.Set(fiber.HeaderContentType, fiber.MIMEApplicationJSON)
+	return c.Send(obj)
+}
+
+// deleteResponse answers DELETE /v1/responses/{id}.
+func (s *Server) deleteResponse(c *fiber.Ctx) error {
+	id := strings.Clone(c.Params("id"))
+	if err := s.plane.DeleteResponse(c.UserContext(), callerOf(c), id); err != nil {
+		return err
+	}
+	return c.JSON(struct {
+		ID      string `json:"id"`
+		Object  string `json:"object"`
+		Deleted bool   `json:"deleted"`
+	}{id, "response", true})
+}
+
+// listResponseInputItems answers GET /v1/responses/{id}/input_items: limit 1 to 100 (default 20), after an
+// item ID, order asc or desc (default desc).
+func (s *Server) listResponseInputItems(c *fiber.Ctx) error {
+	q := control.InputItemsQuery{After: strings.Clone(c.Query("after")), Order: strings.Clone(c.Query("order"))}
+	if raw := c.Query("limit"); raw != "" {
+		n, err := strconv.Atoi(raw)
+		if err != nil || n < 1 || n > control.MaxInputItemsPage {
+			return gwerr.BadRequest("limit", "limit must be an integer from 1 to %d, not %q", control.MaxInputItemsPage, raw)
+		}
+		q.Limit = n
+	}
+	list, err := s.plane.ResponseInputItems(c.UserContext(), callerOf(c), c.Params("id"), q)
+	if err != nil {
+		return err
+	}
+	return c.JSON(list)
+}
+
+// finalTap passes a responses event stream through unchanged while it watches its data lines for the final
+// event (response.completed, .incomplete or .failed); when the stream is closed, the response object of that
+// event, if one came, is saved once. It is read by one goroutine.
+type finalTap struct {
+	src   io.ReadCloser
+	save  func(json.RawMessage)
+	log   *slog.Logger
+	line  []byte // the current line so far
+	long  bool   // the current line passed maxFinalEvent: it is skipped
+	final json.RawMessage
+	once  sync.Once
+}
+
+func (f *finalTap) Read(p []byte) (int, error) {
+	n, err := f.src.Read(p)
+	data := p[:n]
+	for len(data) > 0 {
+		i := bytes.IndexByte(data, '\n')
+		if i < 0 {
+			f.add(data)
+			break
+		}
+		f.add(data[:i])
+		f.endLine()
+		data = data[i+1:]
+	}
+	return n, err
+}
+
+func (f *finalTap) add(b []byte) {
+	if f.long {
+		return
+	}
+	if len(f.line)+len(b) > maxFinalEvent {
+		f.long, f.line = true, f.line[:0]
+		return
+	}
+	f.line = append(f.line, b...)
+}
+
+func (f *finalTap) endLine() {
+	line := f.line
+	f.line, f.long = f.line[:0], false
+	payload, ok := bytes.CutPrefix(line, []byte("data:"))
+	// Only events that carry a response object hold the key "response" (in a delta's text it is escaped).
+	if !ok || !bytes.Contains(payload, []byte(`"response"`)) {
+		return
+	}
+	if obj, ok := responses.FinalResponse(bytes.TrimSpace(payload)); ok {
+		f.final = append(json.RawMessage(nil), obj...)
+	}
+}
+
+func (f *finalTap) Close() error {
+	err := f.src.Close()
+	f.once.Do(func() {
+		if f.final != nil {
+			f.save(f.final)
+		} else {
+			f.log.Warn("streamed response not stored: the stream had no final response event")
+		}
+	})
+	return err
+}

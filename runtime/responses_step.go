@@ -1,0 +1,137 @@
+package runtime
+
+import (
+	"context"
+	"io"
+	"net/http"
+
+	"github.com/llmgw/gateway/runtime/providers"
+	"github.com/llmgw/gateway/runtime/responses"
+	"github.com/llmgw/gateway/runtime/schema"
+)
+
+// The responses step: one attempt of a /v1/responses request (providers.Responses). A target whose adapter
+// implements providers.NativeResponses (true) gets the caller's body as it is, at {base}/responses; any other
+// target gets it translated (runtime/responses): the attempt sends responses.ToChat of the request as a chat
+// completion through the same adapter, so the adapter's own translation (Anthropic, Bedrock, Gemini) applies,
+// and turns its 2xx answer back with responses.FromChat, or its stream with responses.Stream. Error answers
+// pass through as the adapter makes them. Everything around the attempt (retries, fallbacks, breakers, hooks,
+// rate limits) sees the responses shapes.
+
+// responsesTapKey is the context key of WithResponsesTap.
+type responsesTapKey struct{}
+
+// WithResponsesTap returns ctx carrying tap: the responses step passes each 2xx stream of a /v1/responses
+// attempt, as the caller will read it (the responses event stream), through tap. Routes stores a streamed
+// response's final object with it. tap must return a reader that yields what it reads unchanged, and closes
+// its source when closed.
+func WithResponsesTap(ctx context.Context, tap func(io.ReadCloser) io.ReadCloser) context.Context {
+	return context.WithValue(ctx, responsesTapKey{}, tap)
+}
+
+// responsesStep returns the adapter one attempt of call goes through: adapter itself for every endpoint but
+// providers.Responses, the responses decorator for that one.
+func (e *Engine) responsesStep(ctx context.Context, adapter providers.Adapter, call *providers.Call) providers.Adapter {
+	if call.Endpoint != providers.Responses {
+		return adapter
+	}
+	tap, _ := ctx.Value(responsesTapKey{}).(func(io.ReadCloser) io.ReadCloser)
+	if n, ok := adapter.(providers.NativeResponses); ok && n.NativeResponses() {
+		if tap == nil {
+			return adapter
+		}
+		return &responsesAdapter{inner: adapter, tap: tap, native: true}
+	}
+	return &responsesAdapter{inner: adapter, tap: tap, created: e.now().Unix()}
+}
+
+// responsesAdapter is an adapter for one attempt of a responses call. Native, it passes everything through
+// the inner adapter and taps the stream. Translated, NewRequest decodes the call's body, keeps it with the
+// chat completion call it makes of it, and the translators turn the inner adapter's chat answers back. It is
+// made per attempt and is not safe for concurrent use.
+type responsesAdapter struct {
+	inner  providers.Adapter
+	tap    func(io.ReadCloser) io.ReadCloser // nil: none
+	native bool
+
+	// Translated only, set by NewRequest.
+	req     *schema.ResponseRequest
+	chat    *providers.Call
+	id      string
+	created int64
+}
+
+var (
+	_ providers.Adapter            = (*responsesAdapter)(nil)
+	_ providers.ResponseTranslator = (*responsesAdapter)(nil)
+	_ providers.StreamTranslator   = (*responsesAdapter)(nil)
+	_ providers.ErrorTranslator    = (*responsesAdapter)(nil)
+)
+
+func (a *responsesAdapter) NewRequest(ctx context.Context, t *providers.Target, c *providers.Call) (*http.Request, error) {
+	if a.native {
+		return a.inner.NewRequest(ctx, t, c)
+	}
+	req, err := schema.DecodeResponseRequest(c.Body)
+	if err != nil {
+		return nil, err
+	}
+	stream := c.Stream // the call's, whatever override_params put in the body (providers.Call)
+	req.Stream = &stream
+	body, err := responses.ToChat(req)
+	if err != nil {
+		return nil, err
+	}
+	a.req, a.id = req, responses.NewID()
+	a.chat = &providers.Call{Endpoint: providers.ChatCompletions, Body: body, Stream: c.Stream, Strict: c.Strict}
+	return a.inner.NewRequest(ctx, t, a.chat)
+}
+
+// TranslateResponse turns the inner adapter's answer (a chat.completion, translated) into the response object.
+func (a *responsesAdapter) TranslateResponse(t *providers.Target, c *providers.Call, body []byte) ([]byte, error) {
+	inner := c
+	if !a.native {
+		inner = a.chat
+	}
+	if tr, ok := a.inner.(providers.ResponseTranslator); ok {
+		var err error
+		if body, err = tr.TranslateResponse(t, inner, body); err != nil {
+			return nil, err
+		}
+	}
+	if a.native {
+		return body, nil
+	}
+	return responses.FromChat(body, a.req, a.id, a.created)
+}
+
+// TranslateStream turns the inner adapter's stream (chat completion chunks, translated) into the responses
+// event stream, and taps it.
+func (a *responsesAdapter) TranslateStream(t *providers.Target, c *providers.Call, body io.ReadCloser) io.ReadCloser {
+	inner := c
+	if !a.native {
+		inner = a.chat
+	}
+	if tr, ok := a.inner.(providers.StreamTranslator); ok {
+		body = tr.TranslateStream(t, inner, body)
+	}
+	if !a.native {
+		body = responses.Stream(body, a.req, a.id, a.created)
+	}
+	if a.tap != nil {
+		body = a.tap(body)
+	}
+	return body
+}
+
+// TranslateError passes the provider's error answer on as the inner adapter makes it.
+func (a *responsesAdapter) TranslateError(t *providers.Target, c *providers.Call, status int, body []byte) []byte {
+	inner := c
+	if !a.native {
+		inner = a.chat
+	}
+	if tr, ok := a.inner.(providers.ErrorTranslator); ok {
+		return tr.TranslateError(t, inner, status, body)
+	}
+	return body
+}
