@@ -5,10 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"io"
-	"log/slog"
 	"strconv"
 	"strings"
-	"sync"
 
 	"github.com/gofiber/fiber/v2"
 
@@ -40,9 +38,6 @@ func (s *Server) responseRoutes(v1 fiber.Router) {
 	v1.Delete("/responses/:id", s.deleteResponse)
 	v1.Get("/responses/:id/input_items", s.listResponseInputItems)
 }
-
-// maxFinalEvent bounds the event a stored stream's response object is read from.
-const maxFinalEvent = 16 << 20
 
 // createResponse answers POST /v1/responses.
 func (s *Server) createResponse(c *fiber.Ctx) error {
@@ -106,7 +101,13 @@ func (s *Server) createResponse(c *fiber.Ctx) error {
 	if body.Stream() {
 		if store {
 			c.SetUserContext(runtime.WithResponsesTap(ctx, func(rc io.ReadCloser) io.ReadCloser {
-				return &finalTap{src: rc, save: func(obj json.RawMessage) { save(withPrevious(obj, previous)) }, log: log}
+				return responses.Record(rc, func(obj json.RawMessage) {
+					if obj == nil {
+						log.Warn("streamed response not stored: the stream had no final response event", "trace_id", caller.TraceID)
+						return
+					}
+					save(withPrevious(obj, previous))
+				})
 			}))
 		}
 		return s.run(c, req, nil)
@@ -257,69 +258,4 @@ func (s *Server) listResponseInputItems(c *fiber.Ctx) error {
 		return err
 	}
 	return c.JSON(list)
-}
-
-// finalTap passes a responses event stream through unchanged while it watches its data lines for the final
-// event (response.completed, .incomplete or .failed); when the stream is closed, the response object of that
-// event, if one came, is saved once. It is read by one goroutine.
-type finalTap struct {
-	src   io.ReadCloser
-	save  func(json.RawMessage)
-	log   *slog.Logger
-	line  []byte // the current line so far
-	long  bool   // the current line passed maxFinalEvent: it is skipped
-	final json.RawMessage
-	once  sync.Once
-}
-
-func (f *finalTap) Read(p []byte) (int, error) {
-	n, err := f.src.Read(p)
-	data := p[:n]
-	for len(data) > 0 {
-		i := bytes.IndexByte(data, '\n')
-		if i < 0 {
-			f.add(data)
-			break
-		}
-		f.add(data[:i])
-		f.endLine()
-		data = data[i+1:]
-	}
-	return n, err
-}
-
-func (f *finalTap) add(b []byte) {
-	if f.long {
-		return
-	}
-	if len(f.line)+len(b) > maxFinalEvent {
-		f.long, f.line = true, f.line[:0]
-		return
-	}
-	f.line = append(f.line, b...)
-}
-
-func (f *finalTap) endLine() {
-	line := f.line
-	f.line, f.long = f.line[:0], false
-	payload, ok := bytes.CutPrefix(line, []byte("data:"))
-	// Only events that carry a response object hold the key "response" (in a delta's text it is escaped).
-	if !ok || !bytes.Contains(payload, []byte(`"response"`)) {
-		return
-	}
-	if obj, ok := responses.FinalResponse(bytes.TrimSpace(payload)); ok {
-		f.final = append(json.RawMessage(nil), obj...)
-	}
-}
-
-func (f *finalTap) Close() error {
-	err := f.src.Close()
-	f.once.Do(func() {
-		if f.final != nil {
-			f.save(f.final)
-		} else {
-			f.log.Warn("streamed response not stored: the stream had no final response event")
-		}
-	})
-	return err
 }

@@ -1,11 +1,9 @@
 package routes
 
 import (
-	"encoding/json"
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"strings"
 	"testing"
 )
 
@@ -31,27 +29,5 @@ func BenchmarkResponsesGateway(b *testing.B) {
 			runPost(b, f.srv.Handler().Handler(), "/v1/responses", `{"model":"`+tc.model+`","input":"Hello there"}`,
 				HeaderAPIKey, f.plain, HeaderVirtualKey, "p")
 		})
-	}
-}
-
-// BenchmarkFinalTap is the cost the store adds to a streamed response: watching its events for the final one.
-func BenchmarkFinalTap(b *testing.B) {
-	var sb strings.Builder
-	for range 200 {
-		sb.WriteString("event: response.output_text.delta\ndata: {\"type\":\"response.output_text.delta\",\"sequence_number\":1,\"item_id\":\"msg_1\",\"output_index\":0,\"content_index\":0,\"delta\":\"word \"}\n\n")
-	}
-	sb.WriteString("event: response.completed\ndata: {\"type\":\"response.completed\",\"response\":" + nativeResponse + "}\n\n")
-	events := sb.String()
-	buf := make([]byte, 32<<10)
-	b.SetBytes(int64(len(events)))
-	b.ReportAllocs()
-	for i := 0; i < b.N; i++ {
-		saved := false
-		tap := &finalTap{src: io.NopCloser(strings.NewReader(events)), save: func(json.RawMessage) { saved = true }}
-		io.CopyBuffer(io.Discard, struct{ io.Reader }{tap}, buf)
-		tap.Close()
-		if !saved {
-			b.Fatal("final response not found")
-		}
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"log/slog"
 	"net/http"
 	"strings"
 	"testing"
@@ -339,33 +338,42 @@ func TestResponsesTruncation(t *testing.T) {
 	checkError(t, a, 400, "invalid_request", "truncation")
 }
 
-// FuzzFinalTap: whatever the stream and however it is cut into reads, the tap passes it on unchanged, and
-// saves the last final event's response object when there is one.
-func FuzzFinalTap(f *testing.F) {
-	f.Add("event: response.completed\ndata: {\"type\":\"response.completed\",\"response\":{\"id\":\"resp_1\"}}\n\n", uint8(3))
-	f.Add("data: {\"type\":\"response.output_text.delta\",\"delta\":\"\\\"response\\\"\"}\n\ndata: [DONE]\n", uint8(1))
-	f.Add("data: {\"type\":\"response.failed\",\"response\":{}}", uint8(7))
-	f.Fuzz(func(t *testing.T, stream string, step uint8) {
-		var saved json.RawMessage
-		tap := &finalTap{src: io.NopCloser(strings.NewReader(stream)), save: func(obj json.RawMessage) { saved = obj },
-			log: slog.New(slog.DiscardHandler)}
-		buf := make([]byte, int(step%16)+1)
-		var out strings.Builder
-		for {
-			n, err := tap.Read(buf)
-			out.Write(buf[:n])
+// An output guardrail judges a streamed response before its final event: a deny replaces response.completed
+// with the stream's error event, so the caller never gets the denied answer as complete; a pass lets it through.
+func TestResponsesStreamOutputGuardrail(t *testing.T) {
+	f := newFixture(t, Options{})
+	base, _ := f.serve(t)
+	up := anthropicUpstream(t)
+	f.storeProvider(t, "claude", "anthropic", up.URL+"/v1")
+	for _, tc := range []struct {
+		name, rule string
+		denied     bool
+	}{
+		{"deny", `{"suffix":"?"}`, true}, // the streamed answer is "Sunny"
+		{"pass", `{"suffix":"ny"}`, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := `{"provider":"@claude","output_guardrails":[{"id":"ends","deny":true,"default.endsWith":` + tc.rule + `}]}`
+			req, _ := http.NewRequest("POST", base+"/v1/responses", strings.NewReader(`{"model":"claude-sonnet-4-5","input":"Weather?","stream":true,"store":false}`))
+			req.Header.Set(HeaderAPIKey, f.plain)
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set(HeaderConfig, cfg)
+			resp, err := http.DefaultClient.Do(req)
 			if err != nil {
-				break
+				t.Fatal(err)
 			}
-		}
-		tap.Close()
-		if out.String() != stream {
-			t.Fatalf("tap changed the stream:\n%q\n%q", out.String(), stream)
-		}
-		if saved != nil && !json.Valid(saved) {
-			t.Fatalf("saved %q", saved)
-		}
-	})
+			a := readAnswer(t, resp)
+			body := string(a.body)
+			completed := strings.Contains(body, "event: response.completed\n")
+			errored := strings.Contains(body, "event: error\ndata: {\"type\":\"error\",\"code\":\"hooks_failed\"")
+			if a.status != 200 || completed == tc.denied || errored != tc.denied || !strings.HasSuffix(body, "\n\n") {
+				t.Fatalf("denied=%v: completed=%v errored=%v\n%s", tc.denied, completed, errored, body)
+			}
+			if tc.denied && !strings.Contains(body, `"after_request_hooks":[{"id":"ends","verdict":false`) {
+				t.Errorf("the error event lacks the hook results: %s", body)
+			}
+		})
+	}
 }
 
 func TestResponsesGuardrailsAndConfigs(t *testing.T) {
@@ -403,40 +411,36 @@ func TestResponsesGuardrailsAndConfigs(t *testing.T) {
 	}
 }
 
-// An output guardrail judges a streamed response before its final event: a deny replaces response.completed
-// with the stream's error event, so the caller never gets the denied answer as complete; a pass lets it through.
-func TestResponsesStreamOutputGuardrail(t *testing.T) {
+// The response cache serves /v1/responses: a translated answer, cached whole, answers the same request again
+// without an upstream call, and replays as the responses event stream when the request streams.
+func TestResponsesCache(t *testing.T) {
 	f := newFixture(t, Options{})
-	base, _ := f.serve(t)
 	up := anthropicUpstream(t)
 	f.storeProvider(t, "claude", "anthropic", up.URL+"/v1")
-	for _, tc := range []struct {
-		name, rule string
-		denied     bool
-	}{
-		{"deny", `{"suffix":"?"}`, true}, // the streamed answer is "Sunny"
-		{"pass", `{"suffix":"ny"}`, false},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			cfg := `{"provider":"@claude","output_guardrails":[{"id":"ends","deny":true,"default.endsWith":` + tc.rule + `}]}`
-			req, _ := http.NewRequest("POST", base+"/v1/responses", strings.NewReader(`{"model":"claude-sonnet-4-5","input":"Weather?","stream":true,"store":false}`))
-			req.Header.Set(HeaderAPIKey, f.plain)
-			req.Header.Set("Content-Type", "application/json")
-			req.Header.Set(HeaderConfig, cfg)
-			resp, err := http.DefaultClient.Do(req)
-			if err != nil {
-				t.Fatal(err)
-			}
-			a := readAnswer(t, resp)
-			body := string(a.body)
-			completed := strings.Contains(body, "event: response.completed\n")
-			errored := strings.Contains(body, "event: error\ndata: {\"type\":\"error\",\"code\":\"hooks_failed\"")
-			if a.status != 200 || completed == tc.denied || errored != tc.denied || !strings.HasSuffix(body, "\n\n") {
-				t.Fatalf("denied=%v: completed=%v errored=%v\n%s", tc.denied, completed, errored, body)
-			}
-			if tc.denied && !strings.Contains(body, `"after_request_hooks":[{"id":"ends","verdict":false`) {
-				t.Errorf("the error event lacks the hook results: %s", body)
-			}
-		})
+	cfg := `{"provider":"@claude","cache":{"mode":"simple"}}`
+	const body = `{"model":"claude-sonnet-4-5","input":"Cache me","store":false%s}`
+	first := f.respond(t, fmt.Sprintf(body, ""), HeaderConfig, cfg)
+	if first.status != 200 || first.header.Get(HeaderCacheStatus) != "MISS" {
+		t.Fatalf("first: %d %s %s", first.status, first.header.Get(HeaderCacheStatus), first.body)
+	}
+	calls := up.calls.Load()
+	again := f.respond(t, fmt.Sprintf(body, ""), HeaderConfig, cfg)
+	if again.status != 200 || again.header.Get(HeaderCacheStatus) != "HIT" || string(again.body) != string(first.body) || up.calls.Load() != calls {
+		t.Fatalf("again: %d %s, %d more calls\n%s", again.status, again.header.Get(HeaderCacheStatus), up.calls.Load()-calls, again.body)
+	}
+	streamed := f.respond(t, fmt.Sprintf(body, `,"stream":true`), HeaderConfig, cfg)
+	var final struct {
+		Type     string          `json:"type"`
+		Response json.RawMessage `json:"response"`
+	}
+	events := strings.Split(strings.TrimSpace(string(streamed.body)), "\n\n")
+	last := events[len(events)-1]
+	_ = json.Unmarshal([]byte(last[strings.Index(last, "data: ")+len("data: "):]), &final)
+	var want, got map[string]any
+	_ = json.Unmarshal(first.body, &want)
+	_ = json.Unmarshal(final.Response, &got)
+	if streamed.header.Get(HeaderCacheStatus) != "HIT" || up.calls.Load() != calls || final.Type != "response.completed" ||
+		!strings.HasPrefix(events[0], "event: response.created\n") || got["output_text"] != want["output_text"] || got["id"] != want["id"] {
+		t.Fatalf("streamed hit: %s, %d more calls, final %s\n%s", streamed.header.Get(HeaderCacheStatus), up.calls.Load()-calls, final.Type, streamed.body)
 	}
 }

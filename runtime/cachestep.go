@@ -2,12 +2,15 @@ package runtime
 
 import (
 	"context"
+	"encoding/json"
+	"io"
 	"net/http"
 	"time"
 
 	"github.com/llmgw/gateway/runtime/cache"
 	"github.com/llmgw/gateway/runtime/config"
 	"github.com/llmgw/gateway/runtime/providers"
+	"github.com/llmgw/gateway/runtime/responses"
 	"github.com/llmgw/gateway/storage"
 )
 
@@ -30,15 +33,20 @@ type cacheStep struct {
 	expires time.Time
 	status  string // MISS or REFRESH: the answer about to be fetched
 
+	// responses: the answer is a responses API object or event stream (runtime/responses records and
+	// replays those), not a chat completion's.
+	responses bool
+
 	// Semantic mode: the partition and the query's embedding, stored beside the answer.
 	semantic  bool
 	partition cache.PartitionKey
 	vector    []float32
 }
 
-// cacheable reports whether answers of the endpoint can be cached: chat and text completions, embeddings.
+// cacheable reports whether answers of the endpoint can be cached: chat and text completions, embeddings and
+// responses.
 func cacheable(ep providers.Endpoint) bool {
-	return ep == providers.ChatCompletions || ep == providers.Completions || ep == providers.Embeddings
+	return ep == providers.ChatCompletions || ep == providers.Completions || ep == providers.Embeddings || ep == providers.Responses
 }
 
 // cacheOn reports whether the target's answer to the request goes through the cache: its config enables one,
@@ -77,7 +85,7 @@ func (e *Engine) cacheLookup(ctx context.Context, st *state, n *config.Node, t *
 		maxAge = time.Duration(*n.Cache.MaxAge) * time.Second
 	}
 	now := e.now()
-	step := &cacheStep{ws: ws, key: key, expires: now.Add(maxAge), status: CacheMiss}
+	step := &cacheStep{ws: ws, key: key, expires: now.Add(maxAge), status: CacheMiss, responses: req.Endpoint == providers.Responses}
 	if req.CacheRefresh {
 		step.status = CacheRefresh
 	} else if out := e.cachedOutcome(req, ws, key, now, CacheHit); out != nil {
@@ -127,7 +135,12 @@ func (e *Engine) cachedOutcome(req *Request, ws string, key cache.Key, now time.
 		out.body = a.Body
 		return out
 	}
-	stream, err := cache.Replay(a.Body)
+	var stream io.ReadCloser
+	if req.Endpoint == providers.Responses {
+		stream, err = responses.Replay(a.Body)
+	} else {
+		stream, err = cache.Replay(a.Body)
+	}
 	if err != nil {
 		e.log.Warn("cached answer cannot be replayed as a stream; calling the provider", "trace_id", req.TraceID, "err", err)
 		return nil
@@ -149,6 +162,18 @@ func (s *cacheStep) store(e *Engine, out *outcome) {
 		return
 	}
 	src := out.stream.ReadCloser
+	if s.responses {
+		// A responses stream ends with the whole response object; one that failed is not kept.
+		out.stream.ReadCloser = responses.Record(src, func(final json.RawMessage) {
+			var head struct {
+				Status string `json:"status"`
+			}
+			if final != nil && json.Unmarshal(final, &head) == nil && head.Status != "failed" {
+				s.put(e, http.StatusOK, "application/json", final)
+			}
+		})
+		return
+	}
 	out.stream.ReadCloser = cache.NewRecorder(src, func(answer []byte) {
 		s.put(e, http.StatusOK, "application/json", answer)
 	})

@@ -1,6 +1,7 @@
 package responses_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -295,5 +296,47 @@ func TestNewIDAndFinalResponse(t *testing.T) {
 	}
 	if r, ok := responses.FinalResponse([]byte(`{"type":"response.failed","response":{"id":"resp_1"}}`)); !ok || string(r) != `{"id":"resp_1"}` {
 		t.Fatalf("FinalResponse = %s, %v", r, ok)
+	}
+}
+
+// A stored response (a cache hit) replays as a stream with the same invariants as a translated one, ending
+// with the stored object itself; the SDK's types read it.
+func TestReplay(t *testing.T) {
+	req := request(t, "tools")
+	for _, tc := range chatStreams {
+		t.Run(tc.name, func(t *testing.T) {
+			out := readAll(t, responses.Stream(io.NopCloser(strings.NewReader(string(readFile(t, tc.path)))), req, testID, testCreated))
+			events := parseEvents(t, out)
+			stored, ok := responses.FinalResponse(events[len(events)-1].Data)
+			if !ok {
+				t.Fatal("no final response")
+			}
+			r, err := responses.Replay(stored)
+			if err != nil {
+				t.Fatal(err)
+			}
+			replayed := parseEvents(t, readAll(t, r))
+			checkEvents(t, replayed)
+			last := replayed[len(replayed)-1]
+			if last.Name != tc.last || !bytes.Equal(last.Head.Response, stored) {
+				t.Errorf("replay ends with %s %s; want %s with the stored object", last.Name, last.Head.Response, tc.last)
+			}
+			var added, done int
+			for _, ev := range replayed {
+				switch ev.Name {
+				case "response.output_item.added":
+					added++
+				case "response.output_item.done":
+					done++
+				}
+			}
+			var resp oresponses.Response
+			if err := json.Unmarshal(stored, &resp); err != nil || added != len(resp.Output) || done != len(resp.Output) {
+				t.Errorf("%d items added, %d done, %d stored (%v)", added, done, len(resp.Output), err)
+			}
+		})
+	}
+	if _, err := responses.Replay([]byte(`{"object":"chat.completion","id":"x"}`)); err == nil {
+		t.Error("a chat completion replayed as a response")
 	}
 }
