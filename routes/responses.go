@@ -12,7 +12,6 @@ import (
 
 	"github.com/llmgw/gateway/control"
 	"github.com/llmgw/gateway/runtime"
-	"github.com/llmgw/gateway/runtime/catalog"
 	"github.com/llmgw/gateway/runtime/gwerr"
 	"github.com/llmgw/gateway/runtime/providers"
 	"github.com/llmgw/gateway/runtime/responses"
@@ -22,14 +21,9 @@ import (
 // The responses API (SPEC.md's response object, DESIGN.md "Responses (contract)"). POST /v1/responses is an
 // inference request like chat completions (every routing header, config, retry, guardrail and rate-limit
 // policy applies; the engine sends it natively or translated, runtime/responses_step.go). Before that, this
-// file rebuilds a chained request's input (previous_response_id, which is not sent on) and fits the input to
-// the model's context window (truncation); after it, a stored request (store, default true) keeps its
-// response object and input items through the control plane (control/responses.go).
-//
-// Truncation needs the target's provider before the engine resolves it: it is the canonical provider of
-// x-gateway-provider, or the stored provider of x-gateway-virtual-key or x-gateway-provider "@slug". A request
-// routed by a config alone, or for a model the catalogue does not know, is sent untruncated (the provider
-// then judges its length).
+// file rebuilds a chained request's input (previous_response_id, which is not sent on); after it, a stored
+// request (store, default true) keeps its response object and input items through the control plane
+// (control/responses.go). Truncation is the engine's, per attempt, where the target is known.
 
 // responseRoutes registers the endpoints of this file under /v1.
 func (s *Server) responseRoutes(v1 fiber.Router) {
@@ -65,19 +59,14 @@ func (s *Server) createResponse(c *fiber.Ctx) error {
 			return err
 		}
 	}
-	fitted, err := s.truncate(c, caller, rr, items)
-	if err != nil {
-		return err
-	}
-	if chained || len(fitted) != len(items) {
-		if raw, err = withInput(raw, fitted); err != nil {
+	if chained {
+		if raw, err = withInput(raw, items); err != nil {
 			return gwerr.Internal(err)
 		}
 		if body, err = schema.ReadBody(raw); err != nil {
 			return err
 		}
 	}
-	items = fitted
 	req, err := newEngineRequest(c, providers.Responses, body)
 	if err != nil {
 		return err
@@ -137,57 +126,6 @@ func withPrevious(obj []byte, previous string) []byte {
 		return obj
 	}
 	return out
-}
-
-// truncate fits items to the model's context window (catalog.Truncate) when the target's provider and the
-// model are known before routing (see the file's comment); otherwise it returns items unchanged. The answer's
-// reserve is max_output_tokens, else the model's output limit.
-func (s *Server) truncate(c *fiber.Ctx, caller control.Caller, rr *schema.ResponseRequest, items []json.RawMessage) ([]json.RawMessage, error) {
-	provider, overrides := s.knownProvider(c, caller)
-	if provider == "" {
-		return items, nil
-	}
-	m, ok := catalog.LookupWith(provider, rr.Model, overrides)
-	if !ok || m.ContextWindow <= 0 {
-		return items, nil
-	}
-	mode := catalog.TruncationDisabled // SPEC.md's default
-	if rr.Truncation != nil {
-		mode = *rr.Truncation
-	}
-	instructions, reserve := "", m.MaxOutputTokens
-	if rr.Instructions != nil {
-		instructions = *rr.Instructions
-	}
-	if rr.MaxOutputTokens != nil {
-		reserve = int(*rr.MaxOutputTokens)
-	}
-	return catalog.Truncate(items, instructions, m.ContextWindow, reserve, mode)
-}
-
-// knownProvider is the canonical provider the request's headers name, with the stored provider's model
-// overrides (catalog.OverridesField) when it is one; "" when only the engine will know it (a config).
-func (s *Server) knownProvider(c *fiber.Ctx, caller control.Caller) (string, json.RawMessage) {
-	if c.Get(HeaderConfig) != "" {
-		return "", nil
-	}
-	slug := strings.TrimSpace(c.Get(HeaderVirtualKey))
-	if slug == "" {
-		name := strings.TrimSpace(c.Get(HeaderProvider))
-		if rest, ok := strings.CutPrefix(name, "@"); ok {
-			slug = rest
-		} else if id, ok := providers.Canonical(name); ok {
-			return id, nil
-		}
-	}
-	if slug == "" {
-		return "", nil
-	}
-	p, err := s.store.Providers.Get(caller.WorkspaceID, slug)
-	if err != nil {
-		return "", nil // the engine answers for a missing provider
-	}
-	return p.Provider, p.Fields[catalog.OverridesField]
 }
 
 // withInput returns the request body raw with input replaced by items and without previous_response_id: the

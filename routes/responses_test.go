@@ -336,6 +336,17 @@ func TestResponsesTruncation(t *testing.T) {
 	}
 	a = f.respond(t, `{"model":"tiny-model","truncation":"sometimes","input":"Hi"}`, HeaderVirtualKey, "tiny")
 	checkError(t, a, 400, "invalid_request", "truncation")
+	// The engine fits the input to the target it routes to, so a request routed by a config alone is fitted too.
+	calls := up.calls.Load()
+	a = f.respond(t, `{"model":"tiny-model","input":`+input+`}`, HeaderConfig, `{"provider":"@tiny"}`)
+	checkError(t, a, 400, "invalid_request", "input")
+	if up.calls.Load() != calls {
+		t.Fatalf("a refused input reached the provider through a config")
+	}
+	a = f.respond(t, `{"model":"tiny-model","truncation":"auto","input":`+input+`}`, HeaderConfig, `{"provider":"@tiny"}`)
+	if _, sent := up.lastRequest(); a.status != 200 || strings.Contains(sent, "turn 1") || !strings.Contains(sent, "turn 3") {
+		t.Fatalf("auto through a config: %d %s, sent %s", a.status, a.body, sent)
+	}
 }
 
 // An output guardrail judges a streamed response before its final event: a deny replaces response.completed

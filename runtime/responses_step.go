@@ -2,9 +2,11 @@ package runtime
 
 import (
 	"context"
+	"encoding/json"
 	"io"
 	"net/http"
 
+	"github.com/llmgw/gateway/runtime/catalog"
 	"github.com/llmgw/gateway/runtime/providers"
 	"github.com/llmgw/gateway/runtime/responses"
 	"github.com/llmgw/gateway/runtime/schema"
@@ -69,12 +71,23 @@ var (
 )
 
 func (a *responsesAdapter) NewRequest(ctx context.Context, t *providers.Target, c *providers.Call) (*http.Request, error) {
-	if a.native {
-		return a.inner.NewRequest(ctx, t, c)
-	}
 	req, err := schema.DecodeResponseRequest(c.Body)
 	if err != nil {
 		return nil, err
+	}
+	fitted, err := fitToWindow(t, req)
+	if err != nil {
+		return nil, err
+	}
+	if a.native {
+		if fitted {
+			call := *c
+			if call.Body, err = withMember(c.Body, "input", req.Input); err != nil {
+				return nil, err
+			}
+			c = &call
+		}
+		return a.inner.NewRequest(ctx, t, c)
 	}
 	stream := c.Stream // the call's, whatever override_params put in the body (providers.Call)
 	req.Stream = &stream
@@ -134,4 +147,49 @@ func (a *responsesAdapter) TranslateError(t *providers.Target, c *providers.Call
 		return tr.TranslateError(t, inner, status, body)
 	}
 	return body
+}
+
+// fitToWindow applies the request's truncation (SPEC.md: disabled by default) to the target's model, as the
+// catalogue knows it (runtime/catalog, with the stored provider's own "models" facts first): "disabled" with
+// an input past the context window is a 400 naming input; "auto" drops the oldest items until it fits, and
+// req.Input is replaced by what is kept. It reports whether the input changed. A model the catalogue does not
+// know is sent as it is: the provider judges its length.
+func fitToWindow(t *providers.Target, req *schema.ResponseRequest) (bool, error) {
+	m, ok := catalog.LookupWith(t.Provider, req.Model, t.Fields[catalog.OverridesField])
+	if !ok || m.ContextWindow <= 0 {
+		return false, nil
+	}
+	items, err := req.InputItems()
+	if err != nil {
+		return false, err
+	}
+	mode := catalog.TruncationDisabled
+	if req.Truncation != nil {
+		mode = *req.Truncation
+	}
+	instructions, reserve := "", m.MaxOutputTokens
+	if req.Instructions != nil {
+		instructions = *req.Instructions
+	}
+	if req.MaxOutputTokens != nil {
+		reserve = int(*req.MaxOutputTokens)
+	}
+	kept, err := catalog.Truncate(items, instructions, m.ContextWindow, reserve, mode)
+	if err != nil || len(kept) == len(items) {
+		return false, err
+	}
+	if req.Input, err = json.Marshal(kept); err != nil {
+		return false, err
+	}
+	return true, nil
+}
+
+// withMember returns the JSON object raw with its member name set to value, the rest as it was.
+func withMember(raw []byte, name string, value json.RawMessage) ([]byte, error) {
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &m); err != nil {
+		return nil, err
+	}
+	m[name] = value
+	return json.Marshal(m)
 }
