@@ -139,6 +139,9 @@ func (s *Server) routes() {
 	s.fileRoutes(v1)       // files.go
 	s.batchRoutes(v1)      // batches.go
 	s.fineTuningRoutes(v1) // finetuning.go
+	s.providerRoutes(v1)   // providers.go (also /v1/virtual-keys)
+	s.configRoutes(v1)     // configs.go
+	s.workspaceRoutes(v1)  // workspaces.go
 	s.responseRoutes(v1)   // responses.go
 
 	v1.Post("/chat/completions", s.inference(providers.ChatCompletions))
