@@ -78,6 +78,10 @@ type Plane struct {
 	// so two versions added at once must not both read the same list, and the check that an id is free must
 	// not interleave with another create.
 	promptWrites sync.Mutex
+	// providerWrites and configWrites serialise the writes of stored providers and saved configs: a create checks
+	// that the slug or id is free, a replace that it exists, a delete what still names a provider.
+	providerWrites sync.Mutex
+	configWrites   sync.Mutex
 
 	promptTemplates *prompt.Cache // compiled prompt template versions, by the hash of their JSON
 	promptRecords   promptRecords // decoded prompts, until the next write to the prompt store

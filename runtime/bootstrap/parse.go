@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"net/url"
 	"os"
 	"path/filepath"
 	"sort"
@@ -16,15 +15,10 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/llmgw/gateway/control"
 	"github.com/llmgw/gateway/guardrails"
 	"github.com/llmgw/gateway/hostapi"
-	"github.com/llmgw/gateway/runtime/catalog"
-	"github.com/llmgw/gateway/runtime/config"
-	"github.com/llmgw/gateway/runtime/gwerr"
-	"github.com/llmgw/gateway/runtime/jsonfield"
-	"github.com/llmgw/gateway/runtime/netguard"
 	"github.com/llmgw/gateway/runtime/prompt"
-	"github.com/llmgw/gateway/runtime/providers"
 	"github.com/llmgw/gateway/runtime/ratelimit"
 	"github.com/llmgw/gateway/storage"
 )
@@ -56,7 +50,9 @@ type APIKey struct {
 	Key       string
 	Workspace string
 	Admin     bool
-	Name      string
+	// OrganisationAdmin ("organisation_admin") lets the key manage workspaces; it needs Admin.
+	OrganisationAdmin bool
+	Name              string
 }
 
 // Provider is an entry of "providers": a stored provider reachable as a virtual key or "@slug".
@@ -240,6 +236,9 @@ func workspaceRef(o *object) string {
 func parseWorkspace(o *object) Workspace {
 	w := Workspace{Path: o.Path, ID: readUUID(o, "id", false), Slug: readID(o, "slug"), OrganisationID: readUUID(o, "organisation_id", false),
 		Name: o.Str("name", false)}
+	if err := control.CheckWorkspaceName(w.Name); err != nil {
+		o.P.Add(o.At("name"), "%s", err.Message)
+	}
 	if raw := o.RawObject("semantic_cache", false); raw != nil {
 		sc := newObject(o.P, o.At("semantic_cache"), raw)
 		if sc != nil {
@@ -263,7 +262,11 @@ func parseWorkspace(o *object) Workspace {
 }
 
 func parseAPIKey(o *object) APIKey {
-	k := APIKey{Path: o.Path, Key: o.Str("key", true), Workspace: workspaceRef(o), Admin: o.Bool("admin"), Name: o.Str("name", false)}
+	k := APIKey{Path: o.Path, Key: o.Str("key", true), Workspace: workspaceRef(o), Admin: o.Bool("admin"),
+		OrganisationAdmin: o.Bool("organisation_admin"), Name: o.Str("name", false)}
+	if err := control.CheckAPIKey(k.Name, k.Admin, k.OrganisationAdmin); err != nil {
+		o.P.Add(o.At(err.Param), "%s", err.Message)
+	}
 	switch {
 	case k.Key == "":
 	case len(k.Key) < storage.MinAPIKeyLength || len(k.Key) > 512:
@@ -275,88 +278,13 @@ func parseAPIKey(o *object) APIKey {
 	return k
 }
 
-// parseProvider reads a stored provider: api_key and custom_host, and the fields of any registered provider,
-// each checked as its adapter declares (the checks a config's fields get). Any provider's fields are accepted,
-// as in a config; which ones stand in for api_key is the named provider's own knowledge.
+// parseProvider reads a stored provider: its workspace, and the rest as the admin API reads a provider's body
+// (control.ReadProvider), so that both accept and refuse the same things.
 func parseProvider(o *object) Provider {
-	pr := Provider{Path: o.Path, Slug: readID(o, "slug"), Workspace: workspaceRef(o), Name: o.Str("name", false),
-		Fields: map[string]json.RawMessage{}}
-	var d *providers.Descriptor
-	if name := o.Str("provider", true); name != "" {
-		id, ok := providers.Canonical(name)
-		if !ok {
-			o.P.Add(o.At("provider"), "unknown provider %q (known: %s)", name, strings.Join(providers.Identifiers(), ", "))
-		}
-		pr.Provider = id
-		d, _ = providers.Describe(id)
-	}
-	// The adapters' checks read the entry as a config object at the top level; compileProblem puts their
-	// paths under the entry's.
-	entry := jsonfield.ObjectOf(o.Fields, "")
-	// "models": the stored provider's own catalogue facts (catalog.ParseOverrides), kept with its fields.
-	if raw := o.Get(catalog.OverridesField); raw != nil {
-		var ge *gwerr.Error
-		switch _, err := catalog.ParseOverrides(raw); {
-		case errors.As(err, &ge):
-			o.P.Add(o.Path+"."+ge.Param, "%s", ge.Message)
-		case err != nil:
-			o.P.Add(o.Path+"."+catalog.OverridesField, "%s", err.Error())
-		default:
-			pr.Fields[catalog.OverridesField] = raw
-		}
-	}
-	for _, name := range o.Unread() {
-		want, f := "string", providers.Field{}
-		if name != "api_key" && name != "custom_host" {
-			var ok bool
-			if f, ok = providers.FieldByName(name); !ok {
-				continue // reported by finish
-			}
-			want = f.Kind.String()
-		}
-		raw := o.Get(name)
-		if raw == nil {
-			continue
-		}
-		if kind(raw) != want {
-			o.P.Add(o.At(name), "must be %s %s, not %s", article(want), want, kind(raw))
-			continue
-		}
-		if f.Name != "" {
-			if err := f.Validate(entry); err != nil {
-				path, msg := compileProblem(o.Path, err)
-				o.P.Add(path, "%s", msg)
-				continue
-			}
-		}
-		pr.Fields[name] = raw
-	}
-	if raw, ok := pr.Fields["custom_host"]; ok {
-		var host string
-		_ = json.Unmarshal(raw, &host)
-		if u, err := url.Parse(host); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			o.P.Add(o.At("custom_host"), "%q must be an http or https URL", netguard.RedactURL(host))
-		}
-	}
-	if _, given := o.Fields["api_key"]; !given && d != nil && !d.Keyless {
-		_, found := pr.Fields["custom_host"]
-		for _, f := range d.Credentials {
-			_, has := pr.Fields[f]
-			found = found || has
-		}
-		if !found {
-			o.P.Add(o.At("api_key"), "is required for provider %q (or give custom_host, or the provider's cloud credentials)", pr.Provider)
-		}
-	}
+	sp := control.ReadProvider(o)
+	pr := Provider{Path: o.Path, Slug: sp.Slug, Workspace: workspaceRef(o), Provider: sp.Provider, Name: sp.Name, Fields: sp.Fields}
 	o.Finish()
 	return pr
-}
-
-func article(kind string) string {
-	if kind == "object" || kind == "array" {
-		return "an"
-	}
-	return "a"
 }
 
 // parseConfig checks a saved config with the same validation as configs sent in x-gateway-config, its hooks'
@@ -368,7 +296,7 @@ func parseConfig(o *object) Config {
 	// An empty object is let through, as DESIGN.md's example file has one: it is stored, and a request that
 	// names it gets the validation error then.
 	if c.Config != nil && !bytes.Equal(bytes.Join(bytes.Fields(c.Config), nil), []byte("{}")) {
-		if _, err := config.Parse(c.Config); err != nil {
+		if err := control.CheckConfig(c.Config); err != nil {
 			path, msg := compileProblem(o.At("config"), err)
 			o.P.Add(path, "%s", msg)
 		}
