@@ -21,16 +21,20 @@ import (
 // file does, sees no error here but the store's), hold the same locks and drop the same caches. caller's
 // WorkspaceID is the record's workspace, which must be stored.
 
-// UpsertAPIKey makes secret an API key of the caller's workspace with name and admin, or updates the key that
-// has it.
-func (p *Plane) UpsertAPIKey(_ context.Context, caller Caller, secret, name string, admin bool) (changed bool, err error) {
-	k, changed, err := p.store.APIKeys.Put(secret, &storage.APIKey{WorkspaceID: caller.WorkspaceID, Name: name, Admin: admin})
+// UpsertAPIKey makes secret an API key of the caller's workspace with name and the admin rights, checked by
+// CheckAPIKey, or updates the key that has it.
+func (p *Plane) UpsertAPIKey(_ context.Context, caller Caller, secret, name string, admin, organisationAdmin bool) (changed bool, err error) {
+	if err := CheckAPIKey(name, admin, organisationAdmin); err != nil {
+		return false, err
+	}
+	k, changed, err := p.store.APIKeys.Put(secret, &storage.APIKey{WorkspaceID: caller.WorkspaceID, Name: name, Admin: admin,
+		OrganisationAdmin: organisationAdmin})
 	if err != nil {
 		return false, gwerr.Internal(err)
 	}
 	if changed {
 		p.log.Info("api key applied", "trace_id", caller.TraceID, "key_id", k.ID, "workspace_id", caller.WorkspaceID,
-			"admin", admin, "by", caller.KeyID)
+			"admin", admin, "organisation_admin", organisationAdmin, "by", caller.KeyID)
 	}
 	return changed, nil
 }

@@ -14,19 +14,21 @@ import (
 
 // apiKeyView is an API key as the admin endpoints show it. The secret appears only in the answer that creates it.
 type apiKeyView struct {
-	ID          string `json:"id"`
-	Object      string `json:"object"`
-	Key         string `json:"key,omitempty"`
-	Name        string `json:"name"`
-	Admin       bool   `json:"admin"`
-	WorkspaceID string `json:"workspace_id"`
-	Hint        string `json:"hint"`
-	CreatedAt   string `json:"created_at"`
+	ID     string `json:"id"`
+	Object string `json:"object"`
+	Key    string `json:"key,omitempty"`
+	Name   string `json:"name"`
+	Admin  bool   `json:"admin"`
+	// OrganisationAdmin: the key manages workspaces too.
+	OrganisationAdmin bool   `json:"organisation_admin"`
+	WorkspaceID       string `json:"workspace_id"`
+	Hint              string `json:"hint"`
+	CreatedAt         string `json:"created_at"`
 }
 
 func viewAPIKey(k *storage.APIKey) apiKeyView {
-	return apiKeyView{ID: k.ID, Object: "api_key", Name: k.Name, Admin: k.Admin, WorkspaceID: k.WorkspaceID,
-		Hint: k.Hint, CreatedAt: k.CreatedAt.UTC().Format(time.RFC3339)}
+	return apiKeyView{ID: k.ID, Object: "api_key", Name: k.Name, Admin: k.Admin, OrganisationAdmin: k.OrganisationAdmin,
+		WorkspaceID: k.WorkspaceID, Hint: k.Hint, CreatedAt: k.CreatedAt.UTC().Format(time.RFC3339)}
 }
 
 // listAPIKeys answers GET /v1/api-keys: the keys of the caller's workspace, without secrets. Admin only.
@@ -47,7 +49,7 @@ func (s *Server) listAPIKeys(c *fiber.Ctx) error {
 }
 
 // createAPIKey answers POST /v1/api-keys: a new key in the caller's workspace, its secret shown this once.
-// Admin only; a key cannot be made for another workspace.
+// Admin only; only an organisation admin may make a key of another workspace or grant organisation_admin.
 func (s *Server) createAPIKey(c *fiber.Ctx) error {
 	caller, err := adminCaller(c)
 	if err != nil {

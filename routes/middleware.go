@@ -123,3 +123,12 @@ func requireAdmin(c *fiber.Ctx) (*storage.APIKey, error) {
 	}
 	return k, nil
 }
+
+// requireOrgAdmin returns the caller's key when it has the organisation admin right, else a 403.
+func requireOrgAdmin(c *fiber.Ctx) (*storage.APIKey, error) {
+	k := callerKey(c)
+	if k == nil || !k.OrganisationAdmin {
+		return nil, gwerr.Forbidden("this operation needs an organisation admin API key")
+	}
+	return k, nil
+}

@@ -70,13 +70,20 @@ func (a *APIKeyStore) Create(workspaceID, name string, admin bool) (secret strin
 }
 
 // Put stores the key with the given secret (an operator's own, from the bootstrap file), or updates the
-// workspace, name and admin right of the key that already has it. The ID and Hint are the store's to set.
+// workspace, name and admin rights of the key that already has it. The ID and Hint are the store's to set.
 func (a *APIKeyStore) Put(secret string, want *APIKey) (k *APIKey, changed bool, err error) {
 	if len(secret) < MinAPIKeyLength {
 		return nil, false, fmt.Errorf("api key must be at least %d characters", MinAPIKeyLength)
 	}
 	a.s.writeMu.Lock()
 	defer a.s.writeMu.Unlock()
+	if ValidID(want.WorkspaceID) { // under writeMu: a workspace being deleted does not get a key after its delete
+		if _, err := a.s.Workspaces.Get(want.WorkspaceID); errors.Is(err, ErrNotFound) {
+			return nil, false, fmt.Errorf("api key workspace %s: %w", want.WorkspaceID, ErrNotFound)
+		} else if err != nil {
+			return nil, false, err
+		}
+	}
 	b := a.s.db.NewBatch()
 	before, err := getJSON[APIKey](a.s, key(tableAPIKey, a.s.keys.hashAPIKey(secret).hex()))
 	if err != nil && !errors.Is(err, ErrNotFound) {
@@ -88,7 +95,8 @@ func (a *APIKeyStore) Put(secret string, want *APIKey) (k *APIKey, changed bool,
 		b.Close()
 		return nil, false, err
 	}
-	changed = before == nil || before.WorkspaceID != k.WorkspaceID || before.Name != k.Name || before.Admin != k.Admin
+	changed = before == nil || before.WorkspaceID != k.WorkspaceID || before.Name != k.Name || before.Admin != k.Admin ||
+		before.OrganisationAdmin != k.OrganisationAdmin
 	if err := a.s.commit(b); err != nil {
 		return nil, false, err
 	}
@@ -103,7 +111,8 @@ func (a *APIKeyStore) stage(b *pebble.Batch, secret string, want *APIKey) (*APIK
 	}
 	h := a.s.keys.hashAPIKey(secret)
 	hk := key(tableAPIKey, h.hex())
-	k := &APIKey{WorkspaceID: want.WorkspaceID, Name: want.Name, Admin: want.Admin, Hint: hint(secret)}
+	k := &APIKey{WorkspaceID: want.WorkspaceID, Name: want.Name, Admin: want.Admin, OrganisationAdmin: want.OrganisationAdmin,
+		Hint: hint(secret)}
 	old, err := getJSON[APIKey](a.s, hk)
 	switch {
 	case err == nil:

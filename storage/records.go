@@ -39,6 +39,8 @@ type APIKey struct {
 	WorkspaceID string `json:"workspace_id"`
 	Name        string `json:"name,omitempty"`
 	Admin       bool   `json:"admin"`
+	// OrganisationAdmin is the right to manage workspaces (and to make keys in any of them).
+	OrganisationAdmin bool `json:"organisation_admin"`
 	// Hint is the secret's last four characters, so that people can tell their keys apart in a list.
 	Hint string `json:"hint"`
 	Stamps

@@ -291,7 +291,7 @@ func (s *Store) Initialized() (bool, error) {
 const DefaultWorkspaceSlug = "default"
 
 // Initialize runs the first start, after the bootstrap file (if any) is applied. When no admin API key exists it
-// makes sure workspace "default" exists, creates one admin API key in it and marks the store initialized, all in
+// makes sure workspace "default" exists, creates one admin API key in it (an organisation admin too) and marks the store initialized, all in
 // one synced batch, and returns the new key's secret, which is not stored and cannot be shown again. When an
 // admin key exists already (a bootstrap file's), a new one would be a credential nobody asked for: it only marks
 // the store initialized and returns "". On a store that is already initialized it returns "" and does nothing.
@@ -324,7 +324,8 @@ func (s *Store) Initialize() (secret string, err error) {
 		return "", err
 	}
 	secret = NewAPIKeySecret()
-	k, err := s.APIKeys.stage(b, secret, &APIKey{WorkspaceID: ws.ID, Name: "first-start admin key", Admin: true})
+	k, err := s.APIKeys.stage(b, secret, &APIKey{WorkspaceID: ws.ID, Name: "first-start admin key", Admin: true,
+		OrganisationAdmin: true})
 	if err != nil {
 		b.Close()
 		return "", err

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/google/uuid"
@@ -107,4 +108,155 @@ func (w *WorkspaceStore) stage(b *pebble.Batch, ws *Workspace) (bool, error) {
 		}
 	}
 	return upsert(w.s, b, key(tableWorkspace, ws.ID), ws)
+}
+
+// Create stores a new workspace; an ID or slug that is taken is ErrConflict.
+func (w *WorkspaceStore) Create(ws *Workspace) error {
+	w.s.writeMu.Lock()
+	defer w.s.writeMu.Unlock()
+	if _, err := w.Get(ws.ID); err == nil {
+		return fmt.Errorf("%w: workspace %s exists", ErrConflict, ws.ID)
+	} else if !errors.Is(err, ErrNotFound) {
+		return err
+	}
+	b := w.s.db.NewBatch()
+	if _, err := w.stage(b, ws); err != nil {
+		b.Close()
+		return err
+	}
+	err := w.s.commit(b)
+	w.cache.forget(string(key(tableWorkspace, ws.ID)))
+	return err
+}
+
+// ErrBusy is returned by WorkspaceStore.Delete while the workspace's batches still run.
+var ErrBusy = errors.New("storage: busy")
+
+// Holding is one kind of resource a workspace holds, and how many of it.
+type Holding struct {
+	Kind  string // "api_keys", "providers", "configs", ...
+	Count int
+}
+
+// workspaceResources are the tables whose records are the resources a workspace holds, by the kind a refused
+// delete names.
+var workspaceResources = []struct{ kind, table string }{
+	{"api_keys", tableAPIKeyID}, {"providers", tableProvider}, {"configs", tableConfig}, {"prompts", tablePrompt},
+	{"guardrails", tableGuardrail}, {"policies", tablePolicy}, {"plugins", tablePlugin}, {"files", tableFile},
+	{"batches", tableBatch}, {"fine_tuning_jobs", tableFTJob}, {"responses", tableResponse},
+}
+
+// workspaceTables are every table whose keys start with a workspace ID: a deleted workspace's records in all of
+// them go with it. A new workspace-scoped table belongs here.
+var workspaceTables = []string{tableAPIKeyID, tableProvider, tableConfig, tablePrompt, tableGuardrail, tablePolicy,
+	tablePlugin, tablePluginWasm, tableCounter, tableCache, tableSemCache, tableFile, tableFileChunk, tableFilePending,
+	tableFTFile, tableFTJob, tableBatch, tableBatchOpen, tableBatchLine, tableBatchCID, tableResponse,
+	tableResponseInput}
+
+// Holdings returns the kinds of resources the workspace holds, in a fixed order, leaving out those it has none of.
+func (w *WorkspaceStore) Holdings(id string) ([]Holding, error) {
+	if !ValidID(id) {
+		return nil, ErrNotFound
+	}
+	var out []Holding
+	for _, r := range workspaceResources {
+		n := 0
+		if err := w.s.scan(prefix(r.table, id), func(_, _ []byte) error { n++; return nil }); err != nil {
+			return nil, err
+		}
+		if n > 0 {
+			out = append(out, Holding{Kind: r.kind, Count: n})
+		}
+	}
+	return out, nil
+}
+
+// Delete removes the workspace. While it holds resources (Holdings) it is refused with ErrConflict and the
+// holdings, unless force, which removes them all (its API keys stop working at once) in the same synced batch.
+// While batches of it are not final, even force is refused, with ErrBusy and their count.
+func (w *WorkspaceStore) Delete(id string, force bool) ([]Holding, error) {
+	ws, err := w.Get(id)
+	if err != nil {
+		return nil, err
+	}
+	w.s.writeMu.Lock()
+	defer w.s.writeMu.Unlock()
+	held, err := w.Holdings(id)
+	if err != nil {
+		return nil, err
+	}
+	if len(held) > 0 && !force {
+		return held, fmt.Errorf("%w: workspace %s holds resources", ErrConflict, id)
+	}
+	running := 0
+	if err := w.s.scan(prefix(tableBatchOpen, id), func(_, _ []byte) error { running++; return nil }); err != nil {
+		return nil, err
+	}
+	if running > 0 { // the runner is still writing them: not even force removes them under its feet
+		return []Holding{{Kind: "running_batches", Count: running}},
+			fmt.Errorf("%w: workspace %s has %d batches still running", ErrBusy, id, running)
+	}
+	b := w.s.db.NewBatch()
+	err = w.s.scan(prefix(tableAPIKeyID, id), func(_, h []byte) error {
+		return b.Delete(key(tableAPIKey, string(h)), nil)
+	})
+	for _, t := range workspaceTables {
+		if err != nil {
+			break
+		}
+		p := prefix(t, id)
+		err = b.DeleteRange(p, prefixEnd(p), nil)
+	}
+	if err == nil {
+		err = b.Delete(key(tableWorkspace, id), nil)
+	}
+	if err == nil {
+		err = b.Delete(key(tableWSSlug, ws.Slug), nil)
+	}
+	if err != nil {
+		b.Close()
+		return nil, err
+	}
+	err = w.s.commit(b)
+	w.forgetWorkspace(id) // after the commit: a read racing it is dropped, not kept
+	return held, err
+}
+
+// forgetWorkspace drops every cached record of the workspace, its API keys included.
+func (w *WorkspaceStore) forgetWorkspace(id string) {
+	s := w.s
+	w.cache.forget(string(key(tableWorkspace, id)))
+	forgetUnder(&s.Providers.cache, prefix(tableProvider, id))
+	for _, d := range []interface {
+		forgetWorkspace(id string)
+	}{s.Configs, s.Prompts, s.Guardrails, s.Policies, &s.Plugins.docs} {
+		d.forgetWorkspace(id)
+	}
+	a := s.APIKeys
+	a.mu.Lock()
+	for h, k := range a.cache {
+		if k.WorkspaceID == id {
+			delete(a.cache, h)
+		}
+	}
+	a.gen++
+	a.mu.Unlock()
+}
+
+// forgetWorkspace drops the workspace's cached records and starts a new generation.
+func (d *DocStore[T, P]) forgetWorkspace(id string) {
+	forgetUnder(&d.cache, prefix(d.table, id))
+	d.gen.Add(1)
+}
+
+// forgetUnder drops the cached records whose keys start with p.
+func forgetUnder[V any](c *readCache[V], p []byte) {
+	c.mu.Lock()
+	for k := range c.m {
+		if strings.HasPrefix(k, string(p)) {
+			delete(c.m, k)
+		}
+	}
+	c.gen++
+	c.mu.Unlock()
 }

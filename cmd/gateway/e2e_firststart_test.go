@@ -60,6 +60,10 @@ func TestFirstStartKey(t *testing.T) {
 				if status, body, _ := call(t, "GET", p.base+"/v1/api-keys", key, ""); status != 200 {
 					t.Fatalf("the printed key cannot manage keys: %d %v", status, body)
 				}
+				// It is an organisation admin too: it manages workspaces.
+				if status, body, _ := call(t, "GET", p.base+"/v1/workspaces", key, ""); status != 200 {
+					t.Fatalf("the printed key cannot list workspaces: %d %v", status, body)
+				}
 			} else if status, body, _ := call(t, "GET", p.base+"/v1/api-keys", "gw-boot-admin", ""); status != 200 {
 				t.Fatalf("the bootstrap file's admin key: %d %v", status, body)
 			}

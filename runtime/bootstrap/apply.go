@@ -47,7 +47,7 @@ func Apply(st *storage.Store, f *File) (Result, error) {
 // the resources it owns, with its validation, write serialisation and cache invalidation. Each reports
 // whether it wrote. The caller's WorkspaceID is the entry's workspace, stored by then.
 type Plane interface {
-	UpsertAPIKey(ctx context.Context, caller control.Caller, secret, name string, admin bool) (bool, error)
+	UpsertAPIKey(ctx context.Context, caller control.Caller, secret, name string, admin, organisationAdmin bool) (bool, error)
 	UpsertPolicy(ctx context.Context, caller control.Caller, pol *storage.RateLimitPolicy) (bool, error)
 	UpsertPrompt(ctx context.Context, caller control.Caller, id, name string, versions []storage.PromptVersion) (bool, error)
 	UpsertGuardrail(ctx context.Context, caller control.Caller, id string, obj json.RawMessage) (bool, error)
@@ -180,7 +180,7 @@ func ApplyThrough(ctx context.Context, plane Plane, st *storage.Store, f *File, 
 		return control.Caller{WorkspaceID: refs[path].ID, KeyID: "bootstrap"}
 	}
 	for _, x := range f.APIKeys {
-		changed, err := plane.UpsertAPIKey(ctx, caller(x.Path), x.Key, x.Name, x.Admin)
+		changed, err := plane.UpsertAPIKey(ctx, caller(x.Path), x.Key, x.Name, x.Admin, x.OrganisationAdmin)
 		if err != nil {
 			return fail(x.Path, err)
 		}

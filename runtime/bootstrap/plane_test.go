@@ -26,8 +26,8 @@ func (r *recordingPlane) note(op string) func(bool, error) (bool, error) {
 	}
 }
 
-func (r *recordingPlane) UpsertAPIKey(ctx context.Context, c control.Caller, secret, name string, admin bool) (bool, error) {
-	return r.note("UpsertAPIKey")(r.Plane.UpsertAPIKey(ctx, c, secret, name, admin))
+func (r *recordingPlane) UpsertAPIKey(ctx context.Context, c control.Caller, secret, name string, admin, orgAdmin bool) (bool, error) {
+	return r.note("UpsertAPIKey")(r.Plane.UpsertAPIKey(ctx, c, secret, name, admin, orgAdmin))
 }
 
 func (r *recordingPlane) UpsertPolicy(ctx context.Context, c control.Caller, pol *storage.RateLimitPolicy) (bool, error) {
