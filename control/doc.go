@@ -1,7 +1,8 @@
 // Package control is the gateway's control plane: the management operations on a workspace's API keys,
-// rate-limit policies, prompts, saved guardrails, plugins, files, batches, fine-tuning jobs and stored responses
-// (with the conversation previous_response_id rebuilds), with their validation, the serialisation of writes that read
-// before they write, and the invalidation of the caches a write makes stale. routes calls it for the admin
+// rate-limit policies, prompts, saved guardrails, plugins, stored providers, saved configs, files, batches,
+// fine-tuning jobs and stored responses (with the conversation previous_response_id rebuilds), with their
+// validation, the serialisation of writes that read before they write, and the invalidation of the caches a
+// write makes stale. routes calls it for the admin
 // API (a handler decodes, calls one Plane method and encodes the result); runtime/bootstrap calls it to apply
 // the bootstrap file's entries of those resources (the Upsert operations); the CLI reaches it through the API.
 //

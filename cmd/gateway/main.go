@@ -38,7 +38,16 @@ import (
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	err := run(ctx, stop, os.Args[1:], os.Getenv, os.Stdout, os.Stderr)
+	args := os.Args[1:]
+	if isCLI(args) { // gateway NOUN VERB: the CLI (cli.go); anything else serves
+		code := runCLI(ctx, args, os.Getenv, os.Stdin, os.Stdout, os.Stderr)
+		stop()
+		os.Exit(code)
+	}
+	if len(args) > 0 && args[0] == "serve" {
+		args = args[1:]
+	}
+	err := run(ctx, stop, args, os.Getenv, os.Stdout, os.Stderr)
 	stop()
 	if errors.Is(err, flag.ErrHelp) {
 		return
