@@ -69,7 +69,7 @@ func (p *Plane) ListConfigs(_ context.Context, caller Caller, pg Page) ([]*stora
 		return nil, false, gwerr.Internal(err)
 	}
 	slices.SortFunc(all, func(a, b *storage.Config) int { return strings.Compare(a.ID, b.ID) })
-	items, more := pageOf(all, func(c *storage.Config) string { return c.ID }, pg)
+	items, more := PageOf(all, func(c *storage.Config) string { return c.ID }, pg)
 	return items, more, nil
 }
 

@@ -160,9 +160,9 @@ const (
 	MaxPageLimit     = 100
 )
 
-// pageOf returns the items of sorted (ordered by key) after pg.After, at most pg.Limit of them, and whether
+// PageOf returns the items of sorted (ordered by key) after pg.After, at most pg.Limit of them, and whether
 // more follow.
-func pageOf[T any](sorted []T, key func(T) string, pg Page) (items []T, hasMore bool) {
+func PageOf[T any](sorted []T, key func(T) string, pg Page) (items []T, hasMore bool) {
 	limit := pg.Limit
 	if limit <= 0 {
 		limit = DefaultPageLimit
@@ -186,7 +186,7 @@ func (p *Plane) ListProviders(_ context.Context, caller Caller, pg Page) ([]*sto
 		return nil, false, gwerr.Internal(err)
 	}
 	slices.SortFunc(all, func(a, b *storage.Provider) int { return strings.Compare(a.Slug, b.Slug) })
-	items, more := pageOf(all, func(x *storage.Provider) string { return x.Slug }, pg)
+	items, more := PageOf(all, func(x *storage.Provider) string { return x.Slug }, pg)
 	return items, more, nil
 }
 

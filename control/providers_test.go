@@ -20,7 +20,7 @@ func TestPageOf(t *testing.T) {
 		{Page{After: "e"}, "", false},
 		{Page{Limit: 3, After: "0"}, "abc", true},
 	} {
-		got, more := pageOf(items, id, tc.pg)
+		got, more := PageOf(items, id, tc.pg)
 		s := ""
 		for _, x := range got {
 			s += x

@@ -50,7 +50,7 @@ func (p *Plane) ListWorkspaces(_ context.Context, _ Caller, pg Page) ([]*storage
 	if err != nil {
 		return nil, false, gwerr.Internal(err)
 	}
-	items, more := pageOf(all, func(ws *storage.Workspace) string { return ws.ID }, pg)
+	items, more := PageOf(all, func(ws *storage.Workspace) string { return ws.ID }, pg)
 	return items, more, nil
 }
 

@@ -41,11 +41,7 @@ func (s *Server) listAPIKeys(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	data := make([]apiKeyView, 0, len(keys))
-	for _, k := range keys {
-		data = append(data, viewAPIKey(k))
-	}
-	return c.JSON(fiber.Map{"object": "list", "data": data})
+	return pagedList(c, keys, func(k *storage.APIKey) string { return k.ID }, viewAPIKey)
 }
 
 // createAPIKey answers POST /v1/api-keys: a new key in the caller's workspace, its secret shown this once.

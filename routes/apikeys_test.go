@@ -1,6 +1,7 @@
 package routes
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 )
@@ -79,4 +80,38 @@ func TestAPIKeyAdmin(t *testing.T) {
 		checkError(t, f.do(t, "POST", "/v1/api-keys", `{"name": "`+strings.Repeat("n", 201)+`"}`, jsonAs(f.admin)...), 400, "invalid_request", "name")
 		checkError(t, f.do(t, "POST", "/v1/api-keys", `{"name": "a\u0000b"}`, jsonAs(f.admin)...), 400, "invalid_request", "name")
 	})
+}
+
+// The admin lists page like the others: limit (1 to 100) and after, with has_more.
+func TestAdminListsPage(t *testing.T) {
+	f := newFixture(t, Options{})
+	key := []string{HeaderAPIKey, f.admin}
+	for _, path := range []string{"/v1/api-keys", "/v1/guardrails", "/v1/plugins"} {
+		checkError(t, f.do(t, "GET", path+"?limit=0", "", key...), 400, "invalid_request", "limit")
+		checkError(t, f.do(t, "GET", path+"?limit=101", "", key...), 400, "invalid_request", "limit")
+	}
+	// The workspace has two keys (admin and plain): one a page.
+	var seen []string
+	after := ""
+	for range 3 {
+		a := f.do(t, "GET", "/v1/api-keys?limit=1&after="+after, "", key...)
+		var page struct {
+			Data    []struct{ ID string } `json:"data"`
+			HasMore bool                  `json:"has_more"`
+		}
+		if a.status != 200 || json.Unmarshal(a.body, &page) != nil || len(page.Data) > 1 {
+			t.Fatalf("page after %q: %d %s", after, a.status, a.body)
+		}
+		if len(page.Data) == 0 {
+			break
+		}
+		seen = append(seen, page.Data[0].ID)
+		after = page.Data[0].ID
+		if !page.HasMore {
+			break
+		}
+	}
+	if len(seen) != 2 || seen[0] >= seen[1] {
+		t.Errorf("pages gave %v, want the two keys in ID order", seen)
+	}
 }

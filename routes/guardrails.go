@@ -65,11 +65,7 @@ func (s *Server) listGuardrails(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	data := make([]guardrailView, 0, len(list))
-	for _, g := range list {
-		data = append(data, viewGuardrail(g))
-	}
-	return c.JSON(fiber.Map{"object": "list", "data": data})
+	return pagedList(c, list, func(g *storage.Guardrail) string { return g.ID }, viewGuardrail)
 }
 
 // getGuardrail answers GET /v1/guardrails/:id. Admin only.

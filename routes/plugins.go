@@ -69,11 +69,7 @@ func (s *Server) listPlugins(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	data := make([]pluginView, 0, len(list))
-	for _, p := range list {
-		data = append(data, viewPlugin(p))
-	}
-	return c.JSON(fiber.Map{"object": "list", "data": data})
+	return pagedList(c, list, func(p *storage.Plugin) string { return p.ID }, viewPlugin)
 }
 
 // getPlugin answers GET /v1/plugins/:id. Admin only; other workspaces' plugins are 404.

@@ -3,6 +3,7 @@ package routes
 import (
 	"bytes"
 	"encoding/json"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -52,6 +53,22 @@ type cursorList[T any] struct {
 	Object  string `json:"object"`
 	Data    []T    `json:"data"`
 	HasMore bool   `json:"has_more"`
+}
+
+// pagedList answers items as a page of a list ordered by id: the query's limit (1 to 100, default 20) and after
+// (an id) choose the page; {object: "list", data, has_more}.
+func pagedList[R, V any](c *fiber.Ctx, items []R, id func(R) string, view func(R) V) error {
+	pg, err := cursorPage(c)
+	if err != nil {
+		return err
+	}
+	slices.SortFunc(items, func(a, b R) int { return strings.Compare(id(a), id(b)) })
+	page, more := control.PageOf(items, id, pg)
+	data := make([]V, 0, len(page))
+	for _, r := range page {
+		data = append(data, view(r))
+	}
+	return c.JSON(cursorList[V]{Object: "list", Data: data, HasMore: more})
 }
 
 // cursorPage reads the limit (1 to 100, default 20) and after query parameters.
