@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/gofiber/fiber/v2"
 
@@ -57,6 +58,7 @@ func newEngineRequest(c *fiber.Ctx, ep providers.Endpoint, body schema.Body) (*r
 // period is over, or once the answer is written: a stream outlives the handler, and its context ends when the
 // stream writer is done with it (a caller gone mid-stream shows as a failed write).
 func (s *Server) run(c *fiber.Ctx, req *runtime.Request, wrap func(c *fiber.Ctx, resp *runtime.Response) []byte) error {
+	start := c.Context().Time() // when the request arrived
 	t := s.inflight.begin(c.UserContext(), c.Context().Conn())
 	req.Header = func(name string) string { return c.Get(name) }
 	req.Cancel = t.cancel
@@ -64,6 +66,9 @@ func (s *Server) run(c *fiber.Ctx, req *runtime.Request, wrap func(c *fiber.Ctx,
 	req.Header = nil // c.Get must not be called once the handler has returned
 	s.inflight.unwatch(&t)
 	if err != nil || resp.Stream == nil {
+		if err != nil {
+			s.observe(t.ctx, start, req, nil, toGatewayError(c, err).Status, refusedByRateLimit(err))
+		}
 		s.inflight.end(t)
 		if t.ctx.Err() != nil && context.Cause(t.ctx) == errCallerGone {
 			s.log.Info("the caller went away; its upstream calls were cancelled", "trace_id", req.TraceID)
@@ -74,16 +79,18 @@ func (s *Server) run(c *fiber.Ctx, req *runtime.Request, wrap func(c *fiber.Ctx,
 		if err != nil {
 			return err
 		}
-		return s.send(c, req, resp, noCancel, wrap)
+		return s.send(c, req, resp, noCancel, wrap, start, t.ctx)
 	}
 	stream := t // a copy, so that only a streamed answer's entry escapes to the heap
-	return s.send(c, req, resp, func() { s.inflight.end(stream) }, wrap)
+	return s.send(c, req, resp, func() { s.inflight.end(stream) }, wrap, start, stream.ctx)
 }
 
 // send writes an engine answer: the gateway headers, then the body, or the stream event by event. wrap, when
 // set, reshapes a whole 2xx body (prompt completions wrap it in {"status", "headers", "body"}). cancel ends
-// the request's context once the answer is written.
-func (s *Server) send(c *fiber.Ctx, req *runtime.Request, resp *runtime.Response, cancel context.CancelFunc, wrap func(c *fiber.Ctx, resp *runtime.Response) []byte) error {
+// the request's context once the answer is written. The request is reported (observe) once the answer is
+// written: at once for a whole answer, when the stream ends for a streamed one; start is its arrival, ctx
+// its context.
+func (s *Server) send(c *fiber.Ctx, req *runtime.Request, resp *runtime.Response, cancel context.CancelFunc, wrap func(c *fiber.Ctx, resp *runtime.Response) []byte, start time.Time, ctx context.Context) error {
 	c.Set(HeaderAnswerProvider, resp.Provider)
 	c.Set(HeaderRetryCount, strconv.Itoa(resp.Retries))
 	c.Set(HeaderOptionIndex, resp.OptionPath)
@@ -103,6 +110,7 @@ func (s *Server) send(c *fiber.Ctx, req *runtime.Request, resp *runtime.Response
 	c.Status(resp.Status)
 	if resp.Stream == nil {
 		cancel()
+		s.observe(ctx, start, req, resp, resp.Status, false)
 		if len(resp.Header.Values("Content-Type")) == 0 {
 			c.Set(fiber.HeaderContentType, fiber.MIMEApplicationJSON)
 		}
@@ -122,6 +130,7 @@ func (s *Server) send(c *fiber.Ctx, req *runtime.Request, resp *runtime.Response
 		if err := copySSE(w, upstream); err != nil {
 			log.Warn("stream ended early", "trace_id", trace, "err", err)
 		}
+		s.observe(ctx, start, req, resp, resp.Status, false)
 	})
 	return nil
 }

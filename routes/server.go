@@ -12,6 +12,7 @@ import (
 
 	"github.com/llmgw/gateway/control"
 	"github.com/llmgw/gateway/guardrails"
+	"github.com/llmgw/gateway/metrics"
 	"github.com/llmgw/gateway/runtime"
 	"github.com/llmgw/gateway/runtime/providers"
 	"github.com/llmgw/gateway/storage"
@@ -44,6 +45,9 @@ type Options struct {
 	Plane *control.Plane
 	// PluginChecks resolves wasm check ids when saved guardrails are validated. Nil: none.
 	PluginChecks guardrails.PluginChecks
+	// Metrics receives one report per inference request and is served on GET /metrics (organisation admin
+	// keys). Nil: New builds one; Server.Metrics returns it, for a separate metrics listener.
+	Metrics *metrics.Metrics
 }
 
 // Server is the gateway's HTTP front: the fiber app with its middleware and routes.
@@ -56,6 +60,7 @@ type Server struct {
 	accessLogs   bool
 	plane        *control.Plane // management operations: handlers of the admin API decode, call it and encode
 	pluginChecks guardrails.PluginChecks
+	metrics      *metrics.Metrics
 
 	inflight inflight // inference requests being served, with their contexts
 }
@@ -77,8 +82,11 @@ func New(store *storage.Store, engine *runtime.Engine, opts Options) *Server {
 	if opts.Plane == nil {
 		opts.Plane = control.New(store, engine, control.Options{Plugins: opts.Plugins, PluginChecks: opts.PluginChecks, Logger: opts.Logger})
 	}
+	if opts.Metrics == nil {
+		opts.Metrics = metrics.New()
+	}
 	s := &Server{store: store, engine: engine, log: opts.Logger, accessLogs: opts.AccessLog, plane: opts.Plane,
-		pluginChecks: opts.PluginChecks}
+		pluginChecks: opts.PluginChecks, metrics: opts.Metrics}
 	s.inflight.init(opts.Logger)
 	s.app = fiber.New(fiber.Config{
 		AppName:               "gateway",
@@ -104,6 +112,7 @@ func (s *Server) routes() {
 	}
 	s.app.Use(limitBody) // bodylimit.go
 	s.app.Get("/health", s.health)
+	s.app.Get("/metrics", s.authenticate, s.serveMetrics()) // observe.go
 
 	v1 := s.app.Group("/v1", s.authenticate)
 	v1.Get("/api-keys", s.listAPIKeys)
@@ -162,6 +171,9 @@ func adminCaller(c *fiber.Ctx) (control.Caller, error) {
 	}
 	return callerOf(c), nil
 }
+
+// Metrics returns the server's metrics, for serving them on a listener of their own.
+func (s *Server) Metrics() *metrics.Metrics { return s.metrics }
 
 // Handler returns the fiber app, for tests that drive it with app.Test.
 func (s *Server) Handler() *fiber.App { return s.app }

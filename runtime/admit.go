@@ -29,7 +29,7 @@ func (e *Engine) admit(req *Request) (ratelimit.Admission, *gwerr.Error) {
 	h.Set("X-Ratelimit-Limit", formatLimit(exceeded.Limit))
 	h.Set("X-Ratelimit-Remaining", "0")
 	h.Set("X-Ratelimit-Reset", strconv.FormatInt(exceeded.RetryAfterSeconds(), 10))
-	return adm, &gwerr.Error{Status: http.StatusTooManyRequests, Code: gwerr.CodeRateLimited, Message: exceeded.Error(), Header: h}
+	return adm, &gwerr.Error{Status: http.StatusTooManyRequests, Code: gwerr.CodeRateLimited, Message: exceeded.Error(), Header: h, Err: exceeded}
 }
 
 func formatLimit(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }

@@ -172,3 +172,57 @@ func (u *usageStream) Close() error {
 	})
 	return u.src.Close()
 }
+
+// AnswerTokens reads the input and output tokens of a non-streamed answer's usage (prompt_tokens and
+// completion_tokens of a chat or text completion or an embeddings list, whose completion_tokens is absent;
+// input_tokens and output_tokens of a response object) without decoding the answer, and without allocating.
+// ok is false when the answer carries no usage. A key is matched only as a key ("name" followed by a colon):
+// inside a JSON string its quotes would be escaped, so message text cannot be mistaken for it. The last
+// occurrence wins, as usage follows the answer's content.
+func AnswerTokens(body []byte) (input, output int64, ok bool) {
+	i := bytes.LastIndex(body, []byte(`"usage"`))
+	if i < 0 {
+		return 0, 0, false
+	}
+	u := body[i:]
+	if in, found := jsonIntField(u, `"prompt_tokens"`); found {
+		out, _ := jsonIntField(u, `"completion_tokens"`)
+		return in, out, true
+	}
+	in, foundIn := jsonIntField(u, `"input_tokens"`)
+	out, foundOut := jsonIntField(u, `"output_tokens"`)
+	return in, out, foundIn || foundOut
+}
+
+// jsonIntField finds key followed by a colon and a non-negative integer in b.
+func jsonIntField(b []byte, key string) (int64, bool) {
+	for {
+		i := bytes.Index(b, []byte(key))
+		if i < 0 {
+			return 0, false
+		}
+		b = b[i+len(key):]
+		j := 0
+		for j < len(b) && (b[j] == ' ' || b[j] == '\t' || b[j] == '\n' || b[j] == '\r') {
+			j++
+		}
+		if j >= len(b) || b[j] != ':' {
+			continue
+		}
+		j++
+		for j < len(b) && (b[j] == ' ' || b[j] == '\t' || b[j] == '\n' || b[j] == '\r') {
+			j++
+		}
+		var n int64
+		digits := 0
+		for j < len(b) && b[j] >= '0' && b[j] <= '9' && digits < 18 {
+			n = n*10 + int64(b[j]-'0')
+			j++
+			digits++
+		}
+		if digits == 0 {
+			return 0, false
+		}
+		return n, true
+	}
+}

@@ -43,6 +43,9 @@ func TestImportDirection(t *testing.T) {
 		{"runtime/config and runtime/bootstrap know providers through the registry, never an adapter",
 			func(pkg string) bool { return under(pkg, "runtime/config") || under(pkg, "runtime/bootstrap") },
 			func(_, imp string) bool { return under(imp, "runtime/providers") && imp != mod+"/runtime/providers" }},
+		{"metrics imports only runtime/catalog of ours",
+			func(pkg string) bool { return under(pkg, "metrics") },
+			func(_, imp string) bool { return ours(imp) && !under(imp, "runtime/catalog") }},
 		{"guardrails and plugins do not import each other",
 			func(pkg string) bool { return under(pkg, "guardrails") || under(pkg, "plugins") },
 			func(pkg, imp string) bool {

@@ -10,6 +10,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"net"
+	"net/http"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -145,6 +146,25 @@ func run(ctx context.Context, stopSignals func(), args []string, getenv func(str
 	// The batch runner stops before the store closes, after the background work below (which starts it).
 	defer batches.Stop()
 
+	var metricsServer *http.Server
+	if cfg.metricsListen != "" {
+		mln, err := net.Listen("tcp", cfg.metricsListen)
+		if err != nil {
+			ln.Close()
+			return fmt.Errorf("listen on %s (--metrics-listen): %w", cfg.metricsListen, err)
+		}
+		mux := http.NewServeMux()
+		mux.Handle("GET /metrics", server.Metrics().Handler())
+		metricsServer = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
+		defer metricsServer.Close() // also when serving fails
+		go func() {
+			if err := metricsServer.Serve(mln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				log.Error("metrics listener stopped", "err", err)
+			}
+		}()
+		log.Info("metrics listening", "addr", "http://"+mln.Addr().String()+"/metrics")
+	}
+
 	served := make(chan error, 1)
 	go func() { served <- server.Serve(ln) }()
 	log.Info("gateway listening", "addr", "http://"+ln.Addr().String(), "data", cfg.dataDir)
@@ -187,6 +207,9 @@ func run(ctx context.Context, stopSignals func(), args []string, getenv func(str
 	}
 	if err := <-served; err != nil {
 		log.Warn("server stopped with an error", "err", err)
+	}
+	if metricsServer != nil {
+		metricsServer.Close() // scrapes are short: no grace period
 	}
 	stopBackground()
 	backgroundWork.Wait()

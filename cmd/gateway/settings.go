@@ -16,15 +16,18 @@ import (
 // settings are the gateway's start-up settings: each flag's default comes from its environment variable, then
 // from the built-in default, so a flag beats the environment and the environment beats the default.
 type settings struct {
-	listen    string
-	dataDir   string
-	bootstrap string
-	bodyLimit int
-	grace     time.Duration
-	logLevel  slog.Level
-	logJSON   bool
-	hosts     netguard.Policy
-	plugins   string // folder watched for plugin files, or ""
+	listen string
+	// metricsListen is the address of a second listener serving GET /metrics without a key; "" (the default):
+	// none, and /metrics is served on the main listener to organisation admin keys only.
+	metricsListen string
+	dataDir       string
+	bootstrap     string
+	bodyLimit     int
+	grace         time.Duration
+	logLevel      slog.Level
+	logJSON       bool
+	hosts         netguard.Policy
+	plugins       string // folder watched for plugin files, or ""
 	// webhookHosts are the hosts the webhook and log checks may call; none by default.
 	webhookHosts []string
 
@@ -67,6 +70,7 @@ func parseSettings(args []string, getenv func(string) string, stderr io.Writer) 
 	fs := flag.NewFlagSet("gateway", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	listen := fs.String("listen", env("GATEWAY_LISTEN", "127.0.0.1:8787"), "address to serve on [GATEWAY_LISTEN]")
+	metricsListen := fs.String("metrics-listen", env("GATEWAY_METRICS_LISTEN", ""), "address of a listener serving GET /metrics without a key; none when empty (the main listener serves it to organisation admin keys) [GATEWAY_METRICS_LISTEN]")
 	dataDir := fs.String("data", env("GATEWAY_DATA_DIR", "./data"), "data folder: the store and the master key file [GATEWAY_DATA_DIR]")
 	boot := fs.String("bootstrap", env("GATEWAY_BOOTSTRAP", ""), "JSON file applied at start: workspaces, keys, providers, configs, ... [GATEWAY_BOOTSTRAP]")
 	bodyLimit := fs.String("body-limit", env("GATEWAY_BODY_LIMIT", "32MiB"), "largest request body, e.g. 32MiB or 1048576 [GATEWAY_BODY_LIMIT]")
@@ -95,7 +99,7 @@ func parseSettings(args []string, getenv func(string) string, stderr io.Writer) 
 	if fs.NArg() > 0 {
 		return settings{}, fmt.Errorf("unexpected argument %q (see gateway -h)", fs.Arg(0))
 	}
-	s := settings{listen: *listen, dataDir: *dataDir, bootstrap: *boot, plugins: *pluginsDir}
+	s := settings{listen: *listen, metricsListen: strings.TrimSpace(*metricsListen), dataDir: *dataDir, bootstrap: *boot, plugins: *pluginsDir}
 	for _, h := range strings.Split(*webhookHosts, ",") {
 		if h = strings.TrimSpace(h); h != "" {
 			s.webhookHosts = append(s.webhookHosts, h)

@@ -1,0 +1,170 @@
+package routes
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"log/slog"
+	"math"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+)
+
+// metricValue is the value of the series of name whose labels include want: a counter's or gauge's value, a
+// histogram's sample count. ok is false when no such series exists; several matching series are summed.
+func metricValue(t *testing.T, reg prometheus.Gatherer, name string, want map[string]string) (v float64, ok bool) {
+	t.Helper()
+	families, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range families {
+		if mf.GetName() != name {
+			continue
+		}
+	series:
+		for _, m := range mf.GetMetric() {
+			labels := map[string]string{}
+			for _, l := range m.GetLabel() {
+				labels[l.GetName()] = l.GetValue()
+			}
+			for k, w := range want {
+				if labels[k] != w {
+					continue series
+				}
+			}
+			ok = true
+			switch mf.GetType() {
+			case dto.MetricType_COUNTER:
+				v += m.GetCounter().GetValue()
+			case dto.MetricType_GAUGE:
+				v += m.GetGauge().GetValue()
+			case dto.MetricType_HISTOGRAM:
+				v += float64(m.GetHistogram().GetSampleCount())
+			}
+		}
+	}
+	return v, ok
+}
+
+func TestMetricsAfterTraffic(t *testing.T) {
+	var logs bytes.Buffer
+	f := newFixture(t, Options{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	up := newUpstream(t, nil)
+	h := upstreamHeaders(up)
+	for i := 0; i < 3; i++ {
+		if a := f.chat(t, chatBody, h...); a.status != 200 {
+			t.Fatalf("chat %d: %d %s", i, a.status, a.body)
+		}
+	}
+	reg := f.srv.Metrics().Registry()
+	tests := []struct {
+		name   string
+		metric string
+		labels map[string]string
+		want   float64
+	}{
+		{"requests", "gateway_requests_total", map[string]string{"endpoint": "chat/completions", "provider": "openai", "model": "gpt-4o-mini", "status_code": "200"}, 3},
+		{"duration count", "gateway_request_duration_seconds", map[string]string{"endpoint": "chat/completions", "provider": "openai"}, 3},
+		{"input tokens", "gateway_tokens_total", map[string]string{"provider": "openai", "model": "gpt-4o-mini", "kind": "input"}, 15},
+		{"output tokens", "gateway_tokens_total", map[string]string{"provider": "openai", "model": "gpt-4o-mini", "kind": "output"}, 6},
+		// gpt-4o-mini: $0.15 input, $0.60 output per million tokens; each answer has 5 and 2.
+		{"cost", "gateway_cost_usd_total", map[string]string{"provider": "openai", "model": "gpt-4o-mini"}, 3 * (5*0.15 + 2*0.6) / 1e6},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got, ok := metricValue(t, reg, tc.metric, tc.labels)
+			if !ok || math.Abs(got-tc.want) > 1e-12 {
+				t.Errorf("%s%v = %v (found %v), want %v", tc.metric, tc.labels, got, ok, tc.want)
+			}
+		})
+	}
+	if v, ok := metricValue(t, reg, "gateway_retries_total", nil); !ok || v != 0 {
+		t.Errorf("retries = %v (found %v), want 0", v, ok)
+	}
+	lines := strings.Count(logs.String(), "msg=request ")
+	if lines != 3 {
+		t.Errorf("%d request log lines, want 3:\n%s", lines, logs.String())
+	}
+	for _, want := range []string{"endpoint=chat/completions", "provider=openai", "model=gpt-4o-mini", "status=200", "input_tokens=5", "output_tokens=2", "workspace_id=" + f.ws.ID} {
+		if !strings.Contains(logs.String(), want) {
+			t.Errorf("request log has no %s:\n%s", want, logs.String())
+		}
+	}
+}
+
+func TestMetricsCountRetriesAndRateLimits(t *testing.T) {
+	f, _ := newLimitedFixture(t)
+	up := newUpstream(t, nil)
+	f.newPolicy(t, f.admin, `{"type": "requests", "unit": "rpm", "value": 1, "group_by": [{"key": "api_key"}]}`)
+	h := upstreamHeaders(up)
+	if a := f.chat(t, chatBody, h...); a.status != 200 {
+		t.Fatalf("first: %d %s", a.status, a.body)
+	}
+	checkError(t, f.chat(t, chatBody, h...), 429, "rate_limited", nil)
+	reg := f.srv.Metrics().Registry()
+	if v, _ := metricValue(t, reg, "gateway_rate_limited_total", nil); v != 1 {
+		t.Errorf("rate limited = %v, want 1", v)
+	}
+	if v, _ := metricValue(t, reg, "gateway_requests_total", map[string]string{"status_code": "429", "provider": "", "model": "gpt-4o-mini"}); v != 1 {
+		t.Errorf("429 requests = %v, want 1", v)
+	}
+
+	// A provider's 429, retried, is no refusal of the gateway's: it counts as a retry.
+	g := newFixture(t, Options{})
+	flaky := newUpstream(t, func(w http.ResponseWriter, _ *http.Request, call int64) {
+		w.Header().Set("Content-Type", "application/json")
+		if call == 1 {
+			w.WriteHeader(429)
+			io.WriteString(w, `{"error":{"message":"slow down","type":"rate_limit"}}`)
+			return
+		}
+		io.WriteString(w, chatAnswer)
+	})
+	cfg := fmt.Sprintf(`{"provider":"openai","api_key":"sk","custom_host":%q,"retry":{"attempts":2,"on_status_codes":[429]}}`, flaky.URL+"/v1")
+	if a := g.chat(t, chatBody, HeaderConfig, cfg); a.status != 200 || a.header.Get(HeaderRetryCount) != "1" {
+		t.Fatalf("retried: %d %s %s", a.status, a.header.Get(HeaderRetryCount), a.body)
+	}
+	reg = g.srv.Metrics().Registry()
+	if v, _ := metricValue(t, reg, "gateway_retries_total", nil); v != 1 {
+		t.Errorf("retries = %v, want 1", v)
+	}
+	if v, _ := metricValue(t, reg, "gateway_rate_limited_total", nil); v != 0 {
+		t.Errorf("rate limited = %v, want 0", v)
+	}
+}
+
+func TestMetricsEndpointAuth(t *testing.T) {
+	f := newFixture(t, Options{})
+	org := f.orgAdmin(t)
+	tests := []struct {
+		name   string
+		key    string
+		status int
+	}{
+		{"no key", "", 401},
+		{"workspace key", f.plain, 403},
+		{"workspace admin key", f.admin, 403},
+		{"organisation admin key", org, 200},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var h []string
+			if tc.key != "" {
+				h = []string{HeaderAPIKey, tc.key}
+			}
+			a := f.do(t, "GET", "/metrics", "", h...)
+			if a.status != tc.status {
+				t.Fatalf("status = %d, want %d: %s", a.status, tc.status, a.body)
+			}
+			if tc.status == 200 && (!bytes.Contains(a.body, []byte("# TYPE go_goroutines gauge")) ||
+				!strings.HasPrefix(a.header.Get("Content-Type"), "text/plain")) {
+				t.Fatalf("not the Prometheus text format: %s %s", a.header.Get("Content-Type"), a.body)
+			}
+		})
+	}
+}
