@@ -32,6 +32,9 @@ const (
 	HeaderRetryCount     = "x-gateway-retry-attempt-count"
 	HeaderOptionIndex    = "x-gateway-last-used-option-index"
 	HeaderCacheStatus    = "x-gateway-cache-status"
+	// HeaderCost is the answer's cost in USD, priced from the model catalogue, when the answer is whole, reports
+	// its usage, and the catalogue prices its model.
+	HeaderCost = "x-gateway-cost-usd"
 )
 
 // maxMetadataPairs bounds x-gateway-metadata.

@@ -15,6 +15,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/llmgw/gateway/runtime"
+	"github.com/llmgw/gateway/runtime/catalog"
 	"github.com/llmgw/gateway/runtime/gwerr"
 	"github.com/llmgw/gateway/runtime/providers"
 	"github.com/llmgw/gateway/runtime/schema"
@@ -110,7 +111,12 @@ func (s *Server) send(c *fiber.Ctx, req *runtime.Request, resp *runtime.Response
 	c.Status(resp.Status)
 	if resp.Stream == nil {
 		cancel()
-		s.observe(ctx, start, req, resp, resp.Status, false)
+		if o := s.observe(ctx, start, req, resp, resp.Status, false); o.UsageKnown {
+			if usd, ok := catalog.Cost(o.Provider, o.Model, o.InputTokens, o.OutputTokens); ok {
+				var buf [32]byte
+				c.Response().Header.SetBytesV(HeaderCost, strconv.AppendFloat(buf[:0], usd, 'f', -1, 64))
+			}
+		}
 		if len(resp.Header.Values("Content-Type")) == 0 {
 			c.Set(fiber.HeaderContentType, fiber.MIMEApplicationJSON)
 		}

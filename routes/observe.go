@@ -17,7 +17,7 @@ import (
 // observe reports one inference request once its answer is sent (for a stream, once the stream ends): to the
 // metrics, and as one info line in the log. resp is nil when the engine failed; status is what the caller got.
 // It does not touch the fiber context, which a stream outlives. Its cost is part of BenchmarkChatCompletionGateway.
-func (s *Server) observe(ctx context.Context, start time.Time, req *runtime.Request, resp *runtime.Response, status int, rateLimited bool) {
+func (s *Server) observe(ctx context.Context, start time.Time, req *runtime.Request, resp *runtime.Response, status int, rateLimited bool) metrics.Request {
 	r := metrics.Request{Endpoint: endpointLabel(req), Model: req.Body.Model(), Status: status,
 		Duration: time.Since(start), RateLimited: rateLimited}
 	var target string
@@ -29,7 +29,7 @@ func (s *Server) observe(ctx context.Context, start time.Time, req *runtime.Requ
 	}
 	s.metrics.ObserveRequest(&r)
 	if !s.log.Enabled(ctx, slog.LevelInfo) {
-		return
+		return r
 	}
 	var workspace string
 	if req.Key != nil {
@@ -48,6 +48,7 @@ func (s *Server) observe(ctx context.Context, start time.Time, req *runtime.Requ
 		slog.Int("retries", r.Retries),
 		slog.Int64("input_tokens", r.InputTokens),
 		slog.Int64("output_tokens", r.OutputTokens))
+	return r
 }
 
 // endpointLabel is the endpoint's path without its slash ("chat/completions"); it does not allocate.

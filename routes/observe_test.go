@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"math"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -57,8 +58,13 @@ func TestMetricsAfterTraffic(t *testing.T) {
 	up := newUpstream(t, nil)
 	h := upstreamHeaders(up)
 	for i := 0; i < 3; i++ {
-		if a := f.chat(t, chatBody, h...); a.status != 200 {
+		a := f.chat(t, chatBody, h...)
+		if a.status != 200 {
 			t.Fatalf("chat %d: %d %s", i, a.status, a.body)
+		}
+		// The answer's own cost: 5 input and 2 output tokens of gpt-4o-mini ($0.15 and $0.60 per million).
+		if got := a.header.Get(HeaderCost); got != strconv.FormatFloat((5*0.15+2*0.6)/1e6, 'f', -1, 64) {
+			t.Errorf("x-gateway-cost-usd = %q", got)
 		}
 	}
 	reg := f.srv.Metrics().Registry()

@@ -118,6 +118,16 @@ func Default() *Catalog {
 // Lookup finds a model of a provider in the default catalogue; see Catalog.Lookup.
 func Lookup(provider, model string) (Model, bool) { return Default().Lookup(provider, model) }
 
+// Cost prices a request's tokens in USD from the catalogue: ok is false when the model is unknown or the
+// catalogue has no price for it (a 0 price means unknown, not free).
+func Cost(provider, model string, inputTokens, outputTokens int64) (usd float64, ok bool) {
+	m, found := Lookup(provider, model)
+	if !found || (m.InputPerMTok <= 0 && m.OutputPerMTok <= 0) {
+		return 0, false
+	}
+	return (float64(inputTokens)*m.InputPerMTok + float64(outputTokens)*m.OutputPerMTok) / 1e6, true
+}
+
 // Lookup finds a model of a provider (the canonical provider identifier: "openai", "anthropic", "bedrock",
 // "vertex-ai", ...): by its exact name first, then by its base name, which drops a "models/" prefix
 // ("models/gemini-2.5-pro"), a Bedrock cross-region prefix ("us.", "eu.", "apac.", "global." ...), a Vertex
