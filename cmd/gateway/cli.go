@@ -24,7 +24,22 @@ const defaultGatewayURL = "http://127.0.0.1:8787"
 // isCLI reports whether args (the process's arguments without the program name) name a CLI command rather than
 // the server: no arguments, `serve` and a first argument starting with "-" (today's flags) serve.
 func isCLI(args []string) bool {
-	return len(args) > 0 && args[0] != "serve" && !strings.HasPrefix(args[0], "-")
+	if len(args) == 0 || args[0] == "serve" {
+		return false
+	}
+	if !strings.HasPrefix(args[0], "-") {
+		return true
+	}
+	// The CLI's global flags may come first (gateway --json keys list): a noun among the arguments means the
+	// CLI. The server's flags take addresses, paths, sizes and durations, never a noun.
+	for _, a := range args {
+		for _, n := range nouns() {
+			if a == n.name {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // apiError is an answer of the gateway with a status of 400 or more; its body is printed as it came.

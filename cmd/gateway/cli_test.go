@@ -273,6 +273,8 @@ func TestCLIDispatch(t *testing.T) {
 	}{
 		{nil, false}, {[]string{"serve", "--listen", "x"}, false}, {[]string{"--listen", "x"}, false},
 		{[]string{"keys", "list"}, true}, {[]string{"help"}, true},
+		{[]string{"--json", "keys", "list"}, true}, {[]string{"--url", "http://127.0.0.1:1", "providers", "list"}, true},
+		{[]string{"--data", "./keys-dir", "--listen", "127.0.0.1:0"}, false},
 	}
 	for _, tc := range tests {
 		if got := isCLI(tc.args); got != tc.cli {
