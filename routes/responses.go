@@ -43,7 +43,7 @@ func (s *Server) createResponse(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	rr, err := schema.DecodeResponseRequest(raw)
+	rr, err := body.Responses()
 	if err != nil {
 		return err
 	}

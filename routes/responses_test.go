@@ -455,3 +455,31 @@ func TestResponsesCache(t *testing.T) {
 		t.Fatalf("streamed hit: %s, %d more calls, final %s\n%s", streamed.header.Get(HeaderCacheStatus), up.calls.Load()-calls, final.Type, streamed.body)
 	}
 }
+
+// A native target's input is fitted to its model's window too, whether or not the answer is stored or streamed.
+func TestResponsesNativeTruncation(t *testing.T) {
+	f := newFixture(t, Options{})
+	up := newUpstream(t, func(w http.ResponseWriter, r *http.Request, n int64) {
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, nativeResponse)
+	})
+	host, _ := json.Marshal(up.URL + "/v1")
+	if _, err := f.store.Providers.Put(&storage.Provider{WorkspaceID: f.ws.ID, Slug: "tinyo", Provider: "openai",
+		Fields: map[string]json.RawMessage{"api_key": json.RawMessage(`"sk"`), "custom_host": host,
+			"models": json.RawMessage(`[{"id":"tiny-model","context_window":100,"max_output_tokens":10}]`)}}); err != nil {
+		t.Fatal(err)
+	}
+	turn := func(i int) string {
+		return fmt.Sprintf(`{"type":"message","role":"user","content":"turn %d %s"}`, i, strings.Repeat("word ", 30))
+	}
+	input := "[" + turn(1) + "," + turn(2) + "," + turn(3) + "]"
+	a := f.respond(t, `{"model":"tiny-model","store":false,"input":`+input+`}`, HeaderVirtualKey, "tinyo")
+	checkError(t, a, 400, "invalid_request", "input")
+	if up.calls.Load() != 0 {
+		t.Fatalf("a refused input reached the native provider")
+	}
+	a = f.respond(t, `{"model":"tiny-model","store":false,"truncation":"auto","input":`+input+`}`, HeaderVirtualKey, "tinyo")
+	if _, sent := up.lastRequest(); a.status != 200 || strings.Contains(sent, "turn 1") || !strings.Contains(sent, "turn 3") {
+		t.Fatalf("auto, native: %d %s, sent %s", a.status, a.body, sent)
+	}
+}

@@ -39,9 +39,7 @@ func (e *Engine) responsesStep(ctx context.Context, adapter providers.Adapter, c
 	}
 	tap, _ := ctx.Value(responsesTapKey{}).(func(io.ReadCloser) io.ReadCloser)
 	if n, ok := adapter.(providers.NativeResponses); ok && n.NativeResponses() {
-		if tap == nil {
-			return adapter
-		}
+		// Native targets go through the decorator too: it fits their input to the model's window.
 		return &responsesAdapter{inner: adapter, tap: tap, native: true}
 	}
 	return &responsesAdapter{inner: adapter, tap: tap, created: e.now().Unix()}
@@ -71,23 +69,29 @@ var (
 )
 
 func (a *responsesAdapter) NewRequest(ctx context.Context, t *providers.Target, c *providers.Call) (*http.Request, error) {
-	req, err := schema.DecodeResponseRequest(c.Body)
+	shared, err := c.Responses()
 	if err != nil {
 		return nil, err
 	}
-	fitted, err := fitToWindow(t, req)
+	input, fitted, err := fitToWindow(t, shared)
 	if err != nil {
 		return nil, err
 	}
 	if a.native {
 		if fitted {
 			call := *c
-			if call.Body, err = withMember(c.Body, "input", req.Input); err != nil {
+			if call.Body, err = withMember(c.Body, "input", input); err != nil {
 				return nil, err
 			}
 			c = &call
 		}
 		return a.inner.NewRequest(ctx, t, c)
+	}
+	// The decoded request is shared by the request's attempts: this attempt translates its own copy.
+	r := *shared
+	req := &r
+	if fitted {
+		req.Input = input
 	}
 	stream := c.Stream // the call's, whatever override_params put in the body (providers.Call)
 	req.Stream = &stream
@@ -151,17 +155,17 @@ func (a *responsesAdapter) TranslateError(t *providers.Target, c *providers.Call
 
 // fitToWindow applies the request's truncation (SPEC.md: disabled by default) to the target's model, as the
 // catalogue knows it (runtime/catalog, with the stored provider's own "models" facts first): "disabled" with
-// an input past the context window is a 400 naming input; "auto" drops the oldest items until it fits, and
-// req.Input is replaced by what is kept. It reports whether the input changed. A model the catalogue does not
-// know is sent as it is: the provider judges its length.
-func fitToWindow(t *providers.Target, req *schema.ResponseRequest) (bool, error) {
+// an input past the context window is a 400 naming input; "auto" drops the oldest items until it fits and
+// returns what is kept as the new input (fitted true). req is not modified. A model the catalogue does not know
+// is sent as it is: the provider judges its length.
+func fitToWindow(t *providers.Target, req *schema.ResponseRequest) (input json.RawMessage, fitted bool, err error) {
 	m, ok := catalog.LookupWith(t.Provider, req.Model, t.Fields[catalog.OverridesField])
 	if !ok || m.ContextWindow <= 0 {
-		return false, nil
+		return nil, false, nil
 	}
 	items, err := req.InputItems()
 	if err != nil {
-		return false, err
+		return nil, false, err
 	}
 	mode := catalog.TruncationDisabled
 	if req.Truncation != nil {
@@ -176,12 +180,12 @@ func fitToWindow(t *providers.Target, req *schema.ResponseRequest) (bool, error)
 	}
 	kept, err := catalog.Truncate(items, instructions, m.ContextWindow, reserve, mode)
 	if err != nil || len(kept) == len(items) {
-		return false, err
+		return nil, false, err
 	}
-	if req.Input, err = json.Marshal(kept); err != nil {
-		return false, err
+	if input, err = json.Marshal(kept); err != nil {
+		return nil, false, err
 	}
-	return true, nil
+	return input, true, nil
 }
 
 // withMember returns the JSON object raw with its member name set to value, the rest as it was.

@@ -87,7 +87,7 @@ func TestResponsesStepPicksTheWay(t *testing.T) {
 		translated bool
 	}{
 		{"chat is untouched", tapped, fakeAdapter{}, providers.ChatCompletions, true, false},
-		{"native without a tap", context.Background(), fakeAdapter{native: true}, providers.Responses, true, false},
+		{"native without a tap (fitted to its window)", context.Background(), fakeAdapter{native: true}, providers.Responses, false, false},
 		{"native with a tap", tapped, fakeAdapter{native: true}, providers.Responses, false, false},
 		{"not native", context.Background(), fakeAdapter{}, providers.Responses, false, true},
 	}

@@ -163,6 +163,15 @@ func PostJSON(ctx context.Context, t *Target, c *Call, url string, body []byte) 
 	return req, nil
 }
 
+// Responses is the call's body decoded as a responses API request, once per request when the body is the
+// caller's own (as Chat). Callers must not modify the result.
+func (c *Call) Responses() (*schema.ResponseRequest, error) {
+	if c.Request != nil && sameBytes(c.Request.Raw(), c.Body) {
+		return c.Request.Responses()
+	}
+	return schema.DecodeResponseRequest(c.Body)
+}
+
 func sameBytes(a, b []byte) bool {
 	return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0])
 }

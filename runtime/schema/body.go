@@ -26,6 +26,9 @@ type Body struct {
 
 	chat    *ChatRequest
 	chatErr error
+
+	responses    *ResponseRequest
+	responsesErr error
 }
 
 // NewBody wraps a body the gateway made itself (a rendered prompt) or a test's: it is read lazily, unchecked.
@@ -83,6 +86,16 @@ func (b *Body) Chat() (*ChatRequest, error) {
 		b.chat, b.chatErr = DecodeChat(b.raw)
 	}
 	return b.chat, b.chatErr
+}
+
+// Responses is the body decoded and validated as a responses API request (DecodeResponseRequest), once: routes
+// validates it and every attempt of the engine's responses step reads it. Callers must not modify the result
+// (copy it first). Errors are 400s naming the field.
+func (b *Body) Responses() (*ResponseRequest, error) {
+	if b.responses == nil && b.responsesErr == nil {
+		b.responses, b.responsesErr = DecodeResponseRequest(b.raw)
+	}
+	return b.responses, b.responsesErr
 }
 
 // scan walks the top-level members of the object once, checking the syntax of every value. A body that is
