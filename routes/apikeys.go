@@ -64,19 +64,6 @@ func (s *Server) createAPIKey(c *fiber.Ctx) error {
 	return c.JSON(v)
 }
 
-// getAPIKey answers GET /v1/api-keys/:id. Admin only; keys of other workspaces are 404.
-func (s *Server) getAPIKey(c *fiber.Ctx) error {
-	caller, err := adminCaller(c)
-	if err != nil {
-		return err
-	}
-	k, err := s.plane.GetAPIKey(c.UserContext(), caller, strings.Clone(c.Params("id")))
-	if err != nil {
-		return err
-	}
-	return c.JSON(viewAPIKey(k))
-}
-
 // deleteAPIKey answers DELETE /v1/api-keys/:id: the key stops working at once. Admin only.
 func (s *Server) deleteAPIKey(c *fiber.Ctx) error {
 	caller, err := adminCaller(c)

@@ -18,7 +18,7 @@ import (
 func (s *Server) configRoutes(v1 fiber.Router) {
 	v1.Get("/configs", s.listConfigs)
 	v1.Post("/configs", s.createConfig)
-	v1.Get("/configs/:id", s.getConfig)
+	v1.Get("/configs/:id", adminOne("id", s.plane.GetConfig, viewConfig))
 	v1.Put("/configs/:id", s.replaceConfig)
 	v1.Delete("/configs/:id", s.deleteConfig)
 }
@@ -57,19 +57,6 @@ func (s *Server) listConfigs(c *fiber.Ctx) error {
 		data = append(data, viewConfig(x))
 	}
 	return c.JSON(cursorList[configView]{Object: "list", Data: data, HasMore: more})
-}
-
-// getConfig answers GET /v1/configs/:id.
-func (s *Server) getConfig(c *fiber.Ctx) error {
-	caller, err := adminCaller(c)
-	if err != nil {
-		return err
-	}
-	x, err := s.plane.GetConfig(c.UserContext(), caller, strings.Clone(c.Params("id")))
-	if err != nil {
-		return err
-	}
-	return c.JSON(viewConfig(x))
 }
 
 // createConfig answers POST /v1/configs {id, config}.

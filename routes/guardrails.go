@@ -68,19 +68,6 @@ func (s *Server) listGuardrails(c *fiber.Ctx) error {
 	return pagedList(c, list, func(g *storage.Guardrail) string { return g.ID }, viewGuardrail)
 }
 
-// getGuardrail answers GET /v1/guardrails/:id. Admin only.
-func (s *Server) getGuardrail(c *fiber.Ctx) error {
-	caller, err := adminCaller(c)
-	if err != nil {
-		return err
-	}
-	g, err := s.plane.GetGuardrail(c.UserContext(), caller, strings.Clone(c.Params("id")))
-	if err != nil {
-		return err
-	}
-	return c.JSON(viewGuardrail(g))
-}
-
 // deleteGuardrail answers DELETE /v1/guardrails/:id. Configs that still name it get a 400 when they run. Admin
 // only.
 func (s *Server) deleteGuardrail(c *fiber.Ctx) error {

@@ -72,19 +72,6 @@ func (s *Server) listPlugins(c *fiber.Ctx) error {
 	return pagedList(c, list, func(p *storage.Plugin) string { return p.ID }, viewPlugin)
 }
 
-// getPlugin answers GET /v1/plugins/:id. Admin only; other workspaces' plugins are 404.
-func (s *Server) getPlugin(c *fiber.Ctx) error {
-	caller, err := adminCaller(c)
-	if err != nil {
-		return err
-	}
-	p, err := s.plane.GetPlugin(c.UserContext(), caller, strings.Clone(c.Params("id")))
-	if err != nil {
-		return err
-	}
-	return c.JSON(viewPlugin(p))
-}
-
 // deletePlugin answers DELETE /v1/plugins/:id: the plugin is unloaded and deleted. Admin only.
 func (s *Server) deletePlugin(c *fiber.Ctx) error {
 	caller, err := adminCaller(c)

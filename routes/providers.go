@@ -2,6 +2,7 @@ package routes
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"slices"
 	"strconv"
@@ -25,7 +26,7 @@ func (s *Server) providerRoutes(v1 fiber.Router) {
 	for _, base := range []string{"/providers", "/virtual-keys"} {
 		v1.Get(base, s.listProviders)
 		v1.Post(base, s.createProvider)
-		v1.Get(base+"/:slug", s.getProvider)
+		v1.Get(base+"/:slug", adminOne("slug", s.plane.GetProvider, viewProvider))
 		v1.Put(base+"/:slug", s.replaceProvider)
 		v1.Delete(base+"/:slug", s.deleteProvider)
 	}
@@ -53,6 +54,22 @@ type cursorList[T any] struct {
 	Object  string `json:"object"`
 	Data    []T    `json:"data"`
 	HasMore bool   `json:"has_more"`
+}
+
+// adminOne is the handler of an admin read of one record: the record the path parameter param names, read by
+// get for the caller's workspace, answered as view shows it. Admin only.
+func adminOne[R, V any](param string, get func(context.Context, control.Caller, string) (R, error), view func(R) V) fiber.Handler {
+	return func(c *fiber.Ctx) error {
+		caller, err := adminCaller(c)
+		if err != nil {
+			return err
+		}
+		r, err := get(c.UserContext(), caller, strings.Clone(c.Params(param)))
+		if err != nil {
+			return err
+		}
+		return c.JSON(view(r))
+	}
 }
 
 // pagedList answers items as a page of a list ordered by id: the query's limit (1 to 100, default 20) and after
@@ -118,19 +135,6 @@ func (s *Server) listProviders(c *fiber.Ctx) error {
 		data = append(data, viewProvider(pr))
 	}
 	return c.JSON(cursorList[map[string]any]{Object: "list", Data: data, HasMore: more})
-}
-
-// getProvider answers GET /v1/providers/:slug.
-func (s *Server) getProvider(c *fiber.Ctx) error {
-	caller, err := adminCaller(c)
-	if err != nil {
-		return err
-	}
-	pr, err := s.plane.GetProvider(c.UserContext(), caller, strings.Clone(c.Params("slug")))
-	if err != nil {
-		return err
-	}
-	return c.JSON(viewProvider(pr))
 }
 
 // createProvider answers POST /v1/providers with a bootstrap "providers" item without "workspace" as the body.

@@ -117,12 +117,12 @@ func (s *Server) routes() {
 	v1 := s.app.Group("/v1", s.authenticate)
 	v1.Get("/api-keys", s.listAPIKeys)
 	v1.Post("/api-keys", s.createAPIKey)
-	v1.Get("/api-keys/:id", s.getAPIKey)
+	v1.Get("/api-keys/:id", adminOne("id", s.plane.GetAPIKey, viewAPIKey))
 	v1.Delete("/api-keys/:id", s.deleteAPIKey)
 
 	v1.Get("/guardrails", s.listGuardrails)
 	v1.Put("/guardrails/:id", s.putGuardrail)
-	v1.Get("/guardrails/:id", s.getGuardrail)
+	v1.Get("/guardrails/:id", adminOne("id", s.plane.GetGuardrail, viewGuardrail))
 	v1.Delete("/guardrails/:id", s.deleteGuardrail)
 
 	v1.Get("/policies/rate-limits", s.listPolicies)
@@ -142,7 +142,7 @@ func (s *Server) routes() {
 
 	v1.Get("/plugins", s.listPlugins)
 	v1.Put("/plugins/:id", s.putPlugin)
-	v1.Get("/plugins/:id", s.getPlugin)
+	v1.Get("/plugins/:id", adminOne("id", s.plane.GetPlugin, viewPlugin))
 	v1.Delete("/plugins/:id", s.deletePlugin)
 
 	s.fileRoutes(v1)       // files.go
