@@ -60,12 +60,18 @@ type Store struct {
 	Prompts    *DocStore[Prompt, *Prompt]
 	Guardrails *DocStore[Guardrail, *Guardrail]
 	Policies   *DocStore[RateLimitPolicy, *RateLimitPolicy]
+
+	// UsageLimits are the budgets (usage-limit policies); BudgetSpend their spend (storage/usagelimits.go).
+	UsageLimits *DocStore[UsageLimitPolicy, *UsageLimitPolicy]
+	BudgetSpend *BudgetStore
+
 	Plugins    *PluginStore
 	Cache      *CacheStore      // the response cache (runtime/cache)
 	Counters   *Counters        // the rate limiter's sliding-window counters
 	Files      *FileStore       // uploaded files and batch outputs, in chunks
 	Batches    *BatchStore      // batches, their progress and per-line results
 	FineTuning *FineTuningStore // fine-tuning jobs forwarded to providers, and files mirrored to providers
+	Logs       *LogStore        // the request log (package reqlog writes it)
 }
 
 // Open opens (creating if needed) the store in dir. A store written with another master key is refused with
@@ -119,9 +125,12 @@ func Open(dir string, opts Options) (*Store, error) {
 	s.Plugins = &PluginStore{docs: DocStore[Plugin, *Plugin]{s: s, table: tablePlugin}}
 	s.Cache = &CacheStore{s: s}
 	s.Counters = &Counters{s: s}
+	s.UsageLimits = &DocStore[UsageLimitPolicy, *UsageLimitPolicy]{s: s, table: tableUsageLimit}
+	s.BudgetSpend = &BudgetStore{s: s}
 	s.Files = &FileStore{s: s}
 	s.Batches = &BatchStore{s: s}
 	s.FineTuning = &FineTuningStore{s: s}
+	s.Logs = &LogStore{s: s}
 	return s, nil
 }
 

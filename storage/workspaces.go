@@ -144,6 +144,7 @@ var workspaceResources = []struct{ kind, table string }{
 	{"api_keys", tableAPIKeyID}, {"providers", tableProvider}, {"configs", tableConfig}, {"prompts", tablePrompt},
 	{"guardrails", tableGuardrail}, {"policies", tablePolicy}, {"plugins", tablePlugin}, {"files", tableFile},
 	{"batches", tableBatch}, {"fine_tuning_jobs", tableFTJob}, {"responses", tableResponse},
+	{"usage_limit_policies", tableUsageLimit},
 }
 
 // workspaceTables are every table whose keys start with a workspace ID: a deleted workspace's records in all of
@@ -151,7 +152,7 @@ var workspaceResources = []struct{ kind, table string }{
 var workspaceTables = []string{tableAPIKeyID, tableProvider, tableConfig, tablePrompt, tableGuardrail, tablePolicy,
 	tablePlugin, tablePluginWasm, tableCounter, tableCache, tableSemCache, tableFile, tableFileChunk, tableFilePending,
 	tableFTFile, tableFTJob, tableBatch, tableBatchOpen, tableBatchLine, tableBatchCID, tableResponse,
-	tableResponseInput}
+	tableResponseInput, tableUsageLimit, tableBudget}
 
 // Holdings returns the kinds of resources the workspace holds, in a fixed order, leaving out those it has none of.
 func (w *WorkspaceStore) Holdings(id string) ([]Holding, error) {

@@ -1,0 +1,252 @@
+package reqlog
+
+import (
+	"encoding/json"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/llmgw/gateway/storage"
+)
+
+// Entry is one request's log entry; its fields and JSON view are storage.LogEntry's, which owns the encoding.
+// The caller fills it and hands it to Record, after which it belongs to the Writer. ID is assigned when the
+// entry is written; CreatedAt, when zero, is the time of Record.
+type Entry = storage.LogEntry
+
+// Defaults of Options.
+const (
+	DefaultRetention    = 7 * 24 * time.Hour
+	DefaultMaxBodyBytes = 1 << 20
+	DefaultQueueSize    = 8192
+	DefaultBatchSize    = 256
+	DefaultFlushWindow  = 100 * time.Millisecond
+	DefaultSweepEvery   = 10 * time.Minute
+)
+
+// Options configure a Writer. The zero value is usable.
+type Options struct {
+	// Retention is how long entries are kept. Default DefaultRetention (7 days).
+	Retention time.Duration
+	// Bodies keeps the request and response bodies (--log-bodies). Off by default: Record drops them.
+	Bodies bool
+	// MaxBodyBytes bounds each stored body; a longer one is stored cut, as a JSON string, and marked
+	// request_truncated or response_truncated. Default DefaultMaxBodyBytes (1 MiB).
+	MaxBodyBytes int
+	// QueueSize is how many entries may wait to be written; Record drops entries past it. Default
+	// DefaultQueueSize.
+	QueueSize int
+	// BatchSize is the most entries written in one pebble batch. Default DefaultBatchSize.
+	BatchSize int
+	// FlushWindow is how long the writer waits, after an entry arrives, for more to join its batch. Default
+	// DefaultFlushWindow.
+	FlushWindow time.Duration
+	// SweepEvery is the interval of the retention sweeps after the one at start. Default DefaultSweepEvery.
+	SweepEvery time.Duration
+	// Now is the clock of CreatedAt and of the sweeps. Default time.Now.
+	Now func() time.Time
+	// Logger receives write and sweep failures. Default slog.Default().
+	Logger *slog.Logger
+	// OnDrop is told of entries dropped: a full queue, a Record after Close, or a failed write. Default: none.
+	// It is called on the request path and must be cheap.
+	OnDrop func(n int)
+}
+
+// Writer writes request log entries in the background. Build it with New and Close it once nothing records
+// any more. It is safe for concurrent use.
+type Writer struct {
+	store *storage.LogStore
+	opts  Options
+	queue chan *Entry
+
+	closed    atomic.Bool
+	quit      chan struct{} // closed by Close: drain the queue and stop
+	done      sync.WaitGroup
+	closeOnce sync.Once
+
+	onBatch func(n int) // tests: told of each batch written
+}
+
+// New starts a writer over store: its batch writer and its sweeper, which sweeps once at once.
+func New(store *storage.LogStore, opts Options) *Writer {
+	if opts.Retention <= 0 {
+		opts.Retention = DefaultRetention
+	}
+	if opts.MaxBodyBytes <= 0 {
+		opts.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if opts.QueueSize <= 0 {
+		opts.QueueSize = DefaultQueueSize
+	}
+	if opts.BatchSize <= 0 {
+		opts.BatchSize = DefaultBatchSize
+	}
+	if opts.FlushWindow <= 0 {
+		opts.FlushWindow = DefaultFlushWindow
+	}
+	if opts.SweepEvery <= 0 {
+		opts.SweepEvery = DefaultSweepEvery
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	if opts.OnDrop == nil {
+		opts.OnDrop = func(int) {}
+	}
+	w := &Writer{store: store, opts: opts, queue: make(chan *Entry, opts.QueueSize), quit: make(chan struct{})}
+	w.done.Add(2)
+	go w.writeLoop()
+	go w.sweepLoop()
+	return w
+}
+
+// Record queues e to be written. It never blocks and never fails: when the queue is full (or the writer is
+// closed) e is dropped and counted through OnDrop. Without Options.Bodies, e's Request and Response are
+// dropped here.
+func (w *Writer) Record(e *Entry) {
+	if !w.opts.Bodies {
+		e.Request, e.Response = nil, nil
+	}
+	if e.CreatedAt.IsZero() {
+		e.CreatedAt = w.opts.Now()
+	}
+	if w.closed.Load() {
+		w.opts.OnDrop(1)
+		return
+	}
+	select {
+	case w.queue <- e:
+	default:
+		w.opts.OnDrop(1)
+	}
+}
+
+// Close writes the entries still queued and stops the writer and the sweeper. Entries recorded after it are
+// dropped. It is idempotent.
+func (w *Writer) Close() error {
+	w.closeOnce.Do(func() {
+		w.closed.Store(true)
+		close(w.quit)
+	})
+	w.done.Wait()
+	return nil
+}
+
+// Sweep deletes the entries older than the retention period, by the writer's clock.
+func (w *Writer) Sweep() error {
+	return w.store.DeleteBefore(w.opts.Now().Add(-w.opts.Retention))
+}
+
+func (w *Writer) writeLoop() {
+	defer w.done.Done()
+	batch := make([]*Entry, 0, w.opts.BatchSize)
+	window := time.NewTimer(time.Hour)
+	window.Stop()
+	for {
+		select {
+		case e := <-w.queue:
+			batch = append(batch, e)
+		case <-w.quit:
+			w.drain(batch)
+			return
+		}
+		// Gather what arrives within the window, up to a full batch.
+		window.Reset(w.opts.FlushWindow)
+	gather:
+		for len(batch) < cap(batch) {
+			select {
+			case e := <-w.queue:
+				batch = append(batch, e)
+			case <-window.C:
+				break gather
+			case <-w.quit:
+				break gather
+			}
+		}
+		window.Stop()
+		w.write(batch)
+		batch = batch[:0]
+	}
+}
+
+// drain writes batch and whatever is still queued, in full batches.
+func (w *Writer) drain(batch []*Entry) {
+	for {
+		select {
+		case e := <-w.queue:
+			batch = append(batch, e)
+			if len(batch) < cap(batch) {
+				continue
+			}
+		default:
+			w.write(batch)
+			return
+		}
+		w.write(batch)
+		batch = batch[:0]
+	}
+}
+
+func (w *Writer) write(batch []*Entry) {
+	if len(batch) == 0 {
+		return
+	}
+	keep := batch[:0]
+	for _, e := range batch {
+		if !storage.ValidID(e.WorkspaceID) { // one bad entry must not cost the batch
+			w.opts.Logger.Warn("request log entry without a workspace dropped", "trace_id", e.TraceID)
+			w.opts.OnDrop(1)
+			continue
+		}
+		e.Request, e.RequestTruncated = w.storedBody(e.Request)
+		e.Response, e.ResponseTruncated = w.storedBody(e.Response)
+		keep = append(keep, e)
+	}
+	defer clear(batch) // the entries are garbage once written
+	batch = keep
+	if len(batch) == 0 {
+		return
+	}
+	if err := w.store.Append(batch); err != nil {
+		w.opts.Logger.Warn("request log entries lost: write failed", "entries", len(batch), "err", err)
+		w.opts.OnDrop(len(batch))
+	} else if w.onBatch != nil {
+		w.onBatch(len(batch))
+	}
+}
+
+// storedBody is body as it is stored: as it came when it is JSON within the limit, else a JSON string of (at
+// most MaxBodyBytes of) its bytes, truncated when it was cut.
+func (w *Writer) storedBody(body json.RawMessage) (json.RawMessage, bool) {
+	if body == nil {
+		return nil, false
+	}
+	cut := len(body) > w.opts.MaxBodyBytes
+	if cut {
+		body = body[:w.opts.MaxBodyBytes]
+	} else if json.Valid(body) {
+		return body, false
+	}
+	s, _ := json.Marshal(string(body)) // invalid UTF-8 (a cut rune) becomes U+FFFD
+	return s, cut
+}
+
+func (w *Writer) sweepLoop() {
+	defer w.done.Done()
+	t := time.NewTicker(w.opts.SweepEvery)
+	defer t.Stop()
+	for {
+		if err := w.Sweep(); err != nil {
+			w.opts.Logger.Warn("request log sweep failed", "err", err)
+		}
+		select {
+		case <-t.C:
+		case <-w.quit:
+			return
+		}
+	}
+}

@@ -1,0 +1,464 @@
+package storage
+
+import (
+	"bytes"
+	"crypto/rand"
+	"encoding/base32"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"strings"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2"
+)
+
+// Stored request logs (package reqlog writes them, the admin API reads them).
+//
+//	log/<stamp>                      LogEntry as JSON, without its bodies: every workspace's, newest first
+//	logws/<workspace-id>/<stamp>     the same JSON again, so that a workspace's list scans only its own
+//	logbody/<stamp>                  the entry's request and response bodies (logBodies), read only by GetBodies
+//
+// <stamp> is the base32 (extended hex alphabet, lower case, which keeps byte order) of 12 bytes: MaxUint64
+// minus the entry's creation time in Unix nanoseconds, then 4 random bytes. Keys therefore sort newest first,
+// a time bound is a key bound (from/to seek), and retention is a range delete. An entry's ID is "log_" and its
+// stamp, so a point lookup needs no index.
+const (
+	tableLog     = "log"
+	tableLogWS   = "logws"
+	tableLogBody = "logbody"
+
+	// LogIDPrefix starts every log entry's ID.
+	LogIDPrefix = "log_"
+
+	logStampBytes = 12
+)
+
+// logStampEncoding keeps the byte order of fixed-length input in the order of its text.
+var logStampEncoding = base32.NewEncoding("0123456789abcdefghijklmnopqrstuv").WithPadding(base32.NoPadding)
+
+var logStampLen = logStampEncoding.EncodedLen(logStampBytes)
+
+// LogEntry is one inference request as the request log keeps it. Its JSON is the admin API's view
+// (DESIGN.md "Request logs"): created_at in Unix seconds, latencies in milliseconds, cost_usd null when the
+// catalogue has no price, usage null when the answer reported none; request and response appear only when
+// set, and a body cut at the writer's limit is a JSON string with request_truncated or response_truncated.
+type LogEntry struct {
+	ID              string // "log_..."; set when the entry is stored
+	TraceID         string
+	CreatedAt       time.Time
+	WorkspaceID     string
+	Endpoint        string // "chat/completions", ...
+	Provider        string
+	Model           string
+	Status          int
+	Latency         time.Duration // the whole request
+	UpstreamLatency time.Duration // waiting on providers
+	Target          string        // the answering target's path, e.g. "config.targets[1]"
+	Retries         int
+	CacheStatus     string
+	Usage           LogUsage
+	CostUSD         float64
+	CostKnown       bool
+	Metadata        map[string]string
+
+	// Request and Response are the bodies: raw JSON, or (cut) a JSON string when the flag below is set. They
+	// are stored under their own key; lists never read them.
+	Request, Response                   json.RawMessage
+	RequestTruncated, ResponseTruncated bool
+}
+
+// LogUsage is an answer's token usage; Known is false when it reported none (failures, cache hits, streams
+// without usage). Estimated marks usage the gateway measured itself.
+type LogUsage struct {
+	InputTokens, OutputTokens int64
+	Known, Estimated          bool
+}
+
+type logUsageJSON struct {
+	InputTokens  int64 `json:"input_tokens"`
+	OutputTokens int64 `json:"output_tokens"`
+	Estimated    bool  `json:"estimated,omitempty"`
+}
+
+type logEntryJSON struct {
+	ID                string            `json:"id"`
+	Object            string            `json:"object,omitempty"`
+	TraceID           string            `json:"trace_id"`
+	CreatedAt         int64             `json:"created_at"`
+	WorkspaceID       string            `json:"workspace_id"`
+	Endpoint          string            `json:"endpoint"`
+	Provider          string            `json:"provider"`
+	Model             string            `json:"model"`
+	Status            int               `json:"status"`
+	LatencyMS         float64           `json:"latency_ms"`
+	UpstreamLatencyMS float64           `json:"upstream_latency_ms"`
+	Target            string            `json:"target"`
+	Retries           int               `json:"retries"`
+	CacheStatus       string            `json:"cache_status"`
+	Usage             *logUsageJSON     `json:"usage"`
+	CostUSD           *float64          `json:"cost_usd"`
+	Metadata          map[string]string `json:"metadata"`
+	Request           json.RawMessage   `json:"request,omitempty"`
+	RequestTruncated  bool              `json:"request_truncated,omitempty"`
+	Response          json.RawMessage   `json:"response,omitempty"`
+	ResponseTruncated bool              `json:"response_truncated,omitempty"`
+}
+
+// MarshalJSON writes the admin API's view of the entry.
+func (e *LogEntry) MarshalJSON() ([]byte, error) {
+	v := logEntryJSON{ID: e.ID, TraceID: e.TraceID, CreatedAt: e.CreatedAt.Unix(), WorkspaceID: e.WorkspaceID,
+		Endpoint: e.Endpoint, Provider: e.Provider, Model: e.Model, Status: e.Status,
+		LatencyMS: durationMS(e.Latency), UpstreamLatencyMS: durationMS(e.UpstreamLatency), Target: e.Target,
+		Retries: e.Retries, CacheStatus: e.CacheStatus, Metadata: e.Metadata,
+		Request: e.Request, RequestTruncated: e.RequestTruncated, Response: e.Response, ResponseTruncated: e.ResponseTruncated}
+	if v.Metadata == nil {
+		v.Metadata = map[string]string{}
+	}
+	if e.Usage.Known {
+		v.Usage = &logUsageJSON{InputTokens: e.Usage.InputTokens, OutputTokens: e.Usage.OutputTokens, Estimated: e.Usage.Estimated}
+	}
+	if e.CostKnown {
+		v.CostUSD = &e.CostUSD
+	}
+	return json.Marshal(v)
+}
+
+// UnmarshalJSON reads the view MarshalJSON writes. created_at has only seconds: a stored entry's CreatedAt
+// comes from its ID instead, to the nanosecond.
+func (e *LogEntry) UnmarshalJSON(b []byte) error {
+	var v logEntryJSON
+	if err := json.Unmarshal(b, &v); err != nil {
+		return err
+	}
+	*e = LogEntry{ID: v.ID, TraceID: v.TraceID, CreatedAt: time.Unix(v.CreatedAt, 0).UTC(), WorkspaceID: v.WorkspaceID,
+		Endpoint: v.Endpoint, Provider: v.Provider, Model: v.Model, Status: v.Status,
+		Latency: msDuration(v.LatencyMS), UpstreamLatency: msDuration(v.UpstreamLatencyMS), Target: v.Target,
+		Retries: v.Retries, CacheStatus: v.CacheStatus, Metadata: v.Metadata,
+		Request: v.Request, RequestTruncated: v.RequestTruncated, Response: v.Response, ResponseTruncated: v.ResponseTruncated}
+	if v.Usage != nil {
+		e.Usage = LogUsage{InputTokens: v.Usage.InputTokens, OutputTokens: v.Usage.OutputTokens, Known: true, Estimated: v.Usage.Estimated}
+	}
+	if v.CostUSD != nil {
+		e.CostUSD, e.CostKnown = *v.CostUSD, true
+	}
+	if t, ok := logIDTime(e.ID); ok {
+		e.CreatedAt = t
+	}
+	return nil
+}
+
+func durationMS(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+func msDuration(ms float64) time.Duration {
+	return time.Duration(math.Round(ms*1e3)) * time.Microsecond
+}
+
+// logBodies is the value under logbody/: the bodies of one entry.
+type logBodies struct {
+	Request           json.RawMessage `json:"request,omitempty"`
+	RequestTruncated  bool            `json:"request_truncated,omitempty"`
+	Response          json.RawMessage `json:"response,omitempty"`
+	ResponseTruncated bool            `json:"response_truncated,omitempty"`
+}
+
+// LogStore keeps the request log. Writes are batched and not synced (pebble.NoSync): a crash may lose the
+// last moments of logs, never other data. It is safe for concurrent use.
+type LogStore struct{ s *Store }
+
+// logStamp is the key component of an entry made at t (see the key layout above).
+func logStamp(t time.Time, random []byte) string {
+	var b [logStampBytes]byte
+	binary.BigEndian.PutUint64(b[:8], invertedNanos(t))
+	copy(b[8:], random)
+	return logStampEncoding.EncodeToString(b[:])
+}
+
+func invertedNanos(t time.Time) uint64 {
+	n := t.UnixNano()
+	if n < 0 {
+		n = 0
+	}
+	return math.MaxUint64 - uint64(n)
+}
+
+// logStampOf returns the stamp of a log ID, or false when id is not one.
+func logStampOf(id string) (string, bool) {
+	stamp, ok := strings.CutPrefix(id, LogIDPrefix)
+	if !ok || len(stamp) != logStampLen {
+		return "", false
+	}
+	if _, err := logStampEncoding.DecodeString(stamp); err != nil {
+		return "", false
+	}
+	return stamp, true
+}
+
+// ValidLogID reports whether id is the ID of a log entry (whether or not one exists).
+func ValidLogID(id string) bool {
+	_, ok := logStampOf(id)
+	return ok
+}
+
+// logIDTime is the creation time a log ID encodes.
+func logIDTime(id string) (time.Time, bool) {
+	stamp, ok := logStampOf(id)
+	if !ok {
+		return time.Time{}, false
+	}
+	b, _ := logStampEncoding.DecodeString(stamp)
+	return time.Unix(0, int64(math.MaxUint64-binary.BigEndian.Uint64(b[:8]))).UTC(), true
+}
+
+// Append stores entries in one unsynced batch. An entry without an ID gets one from its CreatedAt (the
+// store's clock when that is zero); an entry's Request and Response, when set, go under their own key.
+func (ls *LogStore) Append(entries []*LogEntry) error {
+	b := ls.s.db.NewBatch()
+	defer b.Close()
+	var random [4]byte
+	for _, e := range entries {
+		if !ValidID(e.WorkspaceID) {
+			return fmt.Errorf("storage: log entry: invalid workspace ID %q", e.WorkspaceID)
+		}
+		if e.CreatedAt.IsZero() {
+			e.CreatedAt = ls.s.now()
+		}
+		stamp, ok := logStampOf(e.ID)
+		if !ok {
+			_, _ = rand.Read(random[:])
+			stamp = logStamp(e.CreatedAt, random[:])
+			e.ID = LogIDPrefix + stamp
+		}
+		head := *e
+		head.Request, head.Response, head.RequestTruncated, head.ResponseTruncated = nil, nil, false, false
+		raw, err := json.Marshal(&head)
+		if err != nil {
+			return fmt.Errorf("storage: log entry %s: %w", e.ID, err)
+		}
+		_ = b.Set(key(tableLog, stamp), raw, nil)
+		_ = b.Set(key(tableLogWS, e.WorkspaceID, stamp), raw, nil)
+		if e.Request != nil || e.Response != nil {
+			bodies, err := json.Marshal(logBodies{Request: e.Request, RequestTruncated: e.RequestTruncated,
+				Response: e.Response, ResponseTruncated: e.ResponseTruncated})
+			if err != nil {
+				return fmt.Errorf("storage: log entry %s: bodies: %w", e.ID, err)
+			}
+			_ = b.Set(key(tableLogBody, stamp), bodies, nil)
+		}
+	}
+	if err := b.Commit(pebble.NoSync); err != nil {
+		return fmt.Errorf("storage: append logs: %w", err)
+	}
+	return nil
+}
+
+// Get returns the entry id without its bodies, or ErrNotFound. workspaceID "" reads any workspace's entry;
+// otherwise another workspace's entry is ErrNotFound too.
+func (ls *LogStore) Get(workspaceID, id string) (*LogEntry, error) {
+	stamp, ok := logStampOf(id)
+	if !ok {
+		return nil, ErrNotFound
+	}
+	k := key(tableLog, stamp)
+	raw, err := ls.s.get(k)
+	if err != nil {
+		return nil, err
+	}
+	e := new(LogEntry)
+	if err := json.Unmarshal(raw, e); err != nil {
+		return nil, fmt.Errorf("storage: decode %s: %w", k, err)
+	}
+	if workspaceID != "" && e.WorkspaceID != workspaceID {
+		return nil, ErrNotFound
+	}
+	return e, nil
+}
+
+// GetBodies sets e's Request and Response from the store, when they were stored.
+func (ls *LogStore) GetBodies(e *LogEntry) error {
+	stamp, ok := logStampOf(e.ID)
+	if !ok {
+		return ErrNotFound
+	}
+	raw, err := ls.s.get(key(tableLogBody, stamp))
+	if errors.Is(err, ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	var bodies logBodies
+	if err := json.Unmarshal(raw, &bodies); err != nil {
+		return fmt.Errorf("storage: decode the bodies of %s: %w", e.ID, err)
+	}
+	e.Request, e.RequestTruncated, e.Response, e.ResponseTruncated = bodies.Request, bodies.RequestTruncated, bodies.Response, bodies.ResponseTruncated
+	return nil
+}
+
+// LogQuery selects log entries. The zero value lists every workspace's newest DefaultLogLimit entries.
+type LogQuery struct {
+	WorkspaceID string // "": every workspace
+	TraceID     string
+	Status      int // 0: any
+	Provider    string
+	Model       string
+	// From and To bound created_at (both included, to the second); zero: unbounded.
+	From, To time.Time
+	// Metadata must all match the entry's metadata.
+	Metadata map[string]string
+	// After is a log ID: only entries older than it.
+	After string
+	// Limit is the page's size; 0: DefaultLogLimit.
+	Limit int
+	// MaxScan bounds the entries one query reads; 0: DefaultLogMaxScan.
+	MaxScan int
+}
+
+// DefaultLogLimit and DefaultLogMaxScan are LogQuery's defaults.
+const (
+	DefaultLogLimit   = 20
+	DefaultLogMaxScan = 50_000
+)
+
+// LogPage is one page of a LogQuery, newest first. When HasMore, Next is the After of the next page: the last
+// entry's ID, or, when the scan reached MaxScan first, the last entry read (the page may then be short, even
+// empty).
+type LogPage struct {
+	Entries []*LogEntry
+	HasMore bool
+	Next    string
+}
+
+// List returns a page of the entries q selects, newest first. From and To seek; the other filters are applied
+// while scanning, at most q.MaxScan entries.
+func (ls *LogStore) List(q LogQuery) (*LogPage, error) {
+	limit, maxScan := q.Limit, q.MaxScan
+	if limit <= 0 {
+		limit = DefaultLogLimit
+	}
+	if maxScan <= 0 {
+		maxScan = DefaultLogMaxScan
+	}
+	var p []byte
+	if q.WorkspaceID == "" {
+		p = prefix(tableLog)
+	} else {
+		if !ValidID(q.WorkspaceID) {
+			return &LogPage{}, nil
+		}
+		p = prefix(tableLogWS, q.WorkspaceID)
+	}
+	lower, upper := p, prefixEnd(p)
+	if !q.To.IsZero() {
+		// created_at ≤ To to the second: nanoseconds before the next second.
+		end := time.Unix(q.To.Unix()+1, 0).Add(-time.Nanosecond)
+		lower = maxKey(lower, append(bytes.Clone(p), logStamp(end, nil)...))
+	}
+	if q.After != "" {
+		stamp, ok := logStampOf(q.After)
+		if !ok {
+			return nil, fmt.Errorf("storage: %q is not a log ID", q.After)
+		}
+		// The smallest key after the cursor's: its stamp with a byte appended.
+		lower = maxKey(lower, append(append(bytes.Clone(p), stamp...), 0))
+	}
+	if !q.From.IsZero() {
+		// created_at ≥ From: up to the first key of the nanosecond before From.
+		upper = append(bytes.Clone(p), logStamp(time.Unix(q.From.Unix(), 0).Add(-time.Nanosecond), nil)...)
+	}
+	page := &LogPage{Entries: make([]*LogEntry, 0, min(limit, 100))}
+	if bytes.Compare(lower, upper) >= 0 {
+		return page, nil
+	}
+	it, err := ls.s.db.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upper})
+	if err != nil {
+		return nil, fmt.Errorf("storage: list logs: %w", err)
+	}
+	defer it.Close()
+	scanned := 0
+	for it.First(); it.Valid(); it.Next() {
+		if len(page.Entries) == limit || scanned == maxScan {
+			page.HasMore = true
+			break
+		}
+		scanned++
+		v, err := it.ValueAndErr()
+		if err != nil {
+			return nil, fmt.Errorf("storage: list logs: %w", err)
+		}
+		e := new(LogEntry)
+		if err := json.Unmarshal(v, e); err != nil {
+			return nil, fmt.Errorf("storage: decode %s: %w", it.Key(), err)
+		}
+		page.Next = e.ID
+		if q.matches(e) {
+			page.Entries = append(page.Entries, e)
+		}
+	}
+	if err := it.Error(); err != nil {
+		return nil, fmt.Errorf("storage: list logs: %w", err)
+	}
+	if !page.HasMore {
+		page.Next = ""
+	}
+	return page, nil
+}
+
+func (q *LogQuery) matches(e *LogEntry) bool {
+	if (q.TraceID != "" && e.TraceID != q.TraceID) || (q.Status != 0 && e.Status != q.Status) ||
+		(q.Provider != "" && e.Provider != q.Provider) || (q.Model != "" && e.Model != q.Model) {
+		return false
+	}
+	for k, want := range q.Metadata {
+		if got, ok := e.Metadata[k]; !ok || got != want {
+			return false
+		}
+	}
+	return true
+}
+
+func maxKey(a, b []byte) []byte {
+	if bytes.Compare(a, b) >= 0 {
+		return a
+	}
+	return b
+}
+
+// DeleteBefore deletes the entries made before cutoff, with their bodies, in one unsynced batch of range
+// deletions: one for the whole log, one for the bodies and one per workspace that has entries.
+func (ls *LogStore) DeleteBefore(cutoff time.Time) error {
+	// Older entries have larger stamps: everything from the first stamp of the nanosecond before cutoff.
+	from := logStamp(cutoff.Add(-time.Nanosecond), nil)
+	b := ls.s.db.NewBatch()
+	defer b.Close()
+	for _, table := range []string{tableLog, tableLogBody} {
+		p := prefix(table)
+		_ = b.DeleteRange(append(bytes.Clone(p), from...), prefixEnd(p), nil)
+	}
+	// Each workspace's index: seek from one workspace's prefix to the next.
+	p := prefix(tableLogWS)
+	it, err := ls.s.db.NewIter(&pebble.IterOptions{LowerBound: p, UpperBound: prefixEnd(p)})
+	if err != nil {
+		return fmt.Errorf("storage: sweep logs: %w", err)
+	}
+	for valid := it.First(); valid; {
+		rest := it.Key()[len(p):]
+		i := bytes.IndexByte(rest, '/')
+		if i < 0 {
+			valid = it.Next()
+			continue
+		}
+		wsPrefix := bytes.Clone(it.Key()[:len(p)+i+1])
+		_ = b.DeleteRange(append(bytes.Clone(wsPrefix), from...), prefixEnd(wsPrefix), nil)
+		valid = it.SeekGE(prefixEnd(wsPrefix))
+	}
+	if err := it.Close(); err != nil {
+		return fmt.Errorf("storage: sweep logs: %w", err)
+	}
+	if err := b.Commit(pebble.NoSync); err != nil {
+		return fmt.Errorf("storage: sweep logs: %w", err)
+	}
+	return nil
+}
