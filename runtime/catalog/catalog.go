@@ -125,7 +125,12 @@ func Cost(provider, model string, inputTokens, outputTokens int64) (usd float64,
 	if !found || (m.InputPerMTok <= 0 && m.OutputPerMTok <= 0) {
 		return 0, false
 	}
-	return (float64(inputTokens)*m.InputPerMTok + float64(outputTokens)*m.OutputPerMTok) / 1e6, true
+	return Price(&m, inputTokens, outputTokens), true
+}
+
+// Price is the cost in USD of tokens at the model's prices: the one pricing formula.
+func Price(m *Model, inputTokens, outputTokens int64) float64 {
+	return (float64(inputTokens)*m.InputPerMTok + float64(outputTokens)*m.OutputPerMTok) / 1e6
 }
 
 // Lookup finds a model of a provider (the canonical provider identifier: "openai", "anthropic", "bedrock",

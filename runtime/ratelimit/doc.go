@@ -48,4 +48,31 @@
 // microsecond and allocates nothing once the counters exist (BenchmarkAdmit, TestAdmitAllocs). Counters live
 // in one sync.Map per policy, keyed by the group's value itself when group_by has one key, each behind its own
 // mutex.
+//
+// Budgets (usage-limit policies, budget*.go) are enforced by Budgets beside the Limiter, with the same Attrs,
+// conditions and group_by (compiled by the same code, so that a key means exactly the same thing):
+//
+//   - A policy (storage's UsageLimits) caps the cost in USD ("cost") or the tokens ("tokens") of the requests it
+//     matches, per group, at credit_limit; with periodic_reset "monthly" (from the 1st, 00:00 UTC) or "weekly"
+//     (from Monday, 00:00 UTC) each group's spend and alert start again at the boundary (PeriodBounds).
+//   - Reserve takes the request's largest possible use before it is routed: input tokens bounded by the body's
+//     length in bytes (a token is rarely shorter than a byte), output by max_tokens, max_completion_tokens or
+//     max_output_tokens, else the catalogue's MaxOutputTokens, else DefaultReserveOutputTokens; a cost policy
+//     prices it at catalog.MaxPrice (the dearest provider of the model: the provider is not chosen yet; an
+//     unpriced model reserves 0, logged once). It refuses the request when, for any matched policy, the group's
+//     spend plus what running requests hold reserved already reaches credit_limit; all are checked, under the
+//     groups' locks in policy-ID order, before any reserves, so a refused request holds nothing and concurrent
+//     requests pass a limit by at most one request's reservation.
+//   - Hold.Settle, once per reservation, removes it and adds the real use (tokens, or the answer's catalogue cost;
+//     0 and a warning once per model when unpriced); nil releases. The first time in a period that a group's
+//     spend reaches alert_threshold it logs a warning and calls OnAlert. A group whose spend reached
+//     credit_limit is exhausted until its period resets.
+//   - Persistence: spend is read from storage's BudgetSpend when a group is first used, and saved by a flusher
+//     every FlushInterval (1 s) in one synced batch, and by Close: a crash loses at most one interval of spend.
+//     Reservations are never saved. Groups idle for 10 minutes with nothing reserved are dropped from memory.
+//   - Policy changes apply on the workspace's next request (the generation of the UsageLimits store, as above);
+//     an update that keeps type, periodic_reset and group_by keeps the spend, and an archived policy's spend is
+//     kept in case it comes back. Deleting a policy removes its saved spend.
+//   - Cost: in a workspace without usage-limit policies, Enforces and Reserve are a map read and an atomic load
+//     and allocate nothing (BenchmarkReserveNoPolicy).
 package ratelimit

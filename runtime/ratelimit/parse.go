@@ -47,7 +47,6 @@ func ReadPolicy(o *jsoncheck.Object) *storage.RateLimitPolicy {
 	pol := &storage.RateLimitPolicy{}
 	pol.Type, pol.Unit = o.OneOf("type", Types, ""), o.OneOf("unit", Units, "")
 	pol.Status = o.OneOf("status", Statuses, "active")
-	pol.Conditions, pol.GroupBy = []storage.PolicyMatch{}, []storage.PolicyGroup{}
 	if v, ok := o.Number("value", true); ok {
 		if v <= 0 {
 			o.P.Add(o.At("value"), "must be greater than 0")
@@ -58,6 +57,14 @@ func ReadPolicy(o *jsoncheck.Object) *storage.RateLimitPolicy {
 		n := o.Str("name", false)
 		pol.Name = &n
 	}
+	pol.Conditions, pol.GroupBy = readSelectors(o)
+	return pol
+}
+
+// readSelectors reads a policy object's "conditions" and "group_by" (never nil), whose keys must be ones the
+// policies enforce (CheckKey): rate-limit and usage-limit policies read them alike.
+func readSelectors(o *jsoncheck.Object) (conds []storage.PolicyMatch, groups []storage.PolicyGroup) {
+	conds, groups = []storage.PolicyMatch{}, []storage.PolicyGroup{}
 	for i, raw := range o.Array("conditions", false) {
 		c := jsoncheck.NewObject(o.P, fmt.Sprintf("%s[%d]", o.At("conditions"), i), raw)
 		if c == nil {
@@ -70,7 +77,7 @@ func ReadPolicy(o *jsoncheck.Object) *storage.RateLimitPolicy {
 			}
 		}
 		c.Finish()
-		pol.Conditions = append(pol.Conditions, m)
+		conds = append(conds, m)
 	}
 	for i, raw := range o.Array("group_by", false) {
 		g := jsoncheck.NewObject(o.P, fmt.Sprintf("%s[%d]", o.At("group_by"), i), raw)
@@ -84,7 +91,7 @@ func ReadPolicy(o *jsoncheck.Object) *storage.RateLimitPolicy {
 			}
 		}
 		g.Finish()
-		pol.GroupBy = append(pol.GroupBy, k)
+		groups = append(groups, k)
 	}
-	return pol
+	return conds, groups
 }

@@ -1,0 +1,368 @@
+package ratelimit
+
+import (
+	"fmt"
+	"log/slog"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/llmgw/gateway/runtime/catalog"
+	"github.com/llmgw/gateway/runtime/schema"
+	"github.com/llmgw/gateway/storage"
+)
+
+// DefaultReserveOutputTokens is the output a reservation counts for a request that sets no max_tokens,
+// max_completion_tokens or max_output_tokens, of a model the catalogue gives no MaxOutputTokens.
+const DefaultReserveOutputTokens = 4096
+
+// maxReserveOutputTokens bounds the output a request's own max_tokens may make a reservation count.
+const maxReserveOutputTokens = 1 << 30
+
+// maxUnpricedModels bounds the model names remembered as warned about, so that callers inventing names cannot
+// grow the set without end; past it, unpriced models are no longer reported.
+const maxUnpricedModels = 1024
+
+// BudgetOptions configure NewBudgets.
+type BudgetOptions struct {
+	// Now is the clock; periods are computed from it in UTC. Default: time.Now.
+	Now func() time.Time
+	// FlushInterval is how often changed spend is saved, and so how much a crash can lose. Default 1 s.
+	FlushInterval time.Duration
+	// Logger receives alerts, unpriced models, storage errors and policies that cannot be enforced.
+	// Default: slog.Default().
+	Logger *slog.Logger
+	// OnAlert is called, outside any lock, the first time in a period that a group's spend reaches its policy's
+	// alert_threshold (gateway_budget_alerts_total). Nil: none.
+	OnAlert func(policyID string)
+	// OnExceeded is called for each refused request (gateway_budget_exceeded_total). Nil: none.
+	OnExceeded func(policyID string)
+}
+
+// Budgets enforces the usage-limit policies (budgets) of every workspace: it reserves a request's largest
+// possible cost before the call and settles it with the real usage after it. It is safe for concurrent use.
+type Budgets struct {
+	store      *storage.Store
+	now        func() time.Time
+	log        *slog.Logger
+	every      time.Duration
+	onAlert    func(string)
+	onExceeded func(string)
+
+	workspaces sync.Map // workspace ID → *budgetWorkspace
+
+	unpricedMu sync.Mutex
+	unpriced   map[string]bool // model names reported as unpriced
+
+	mu         sync.Mutex // guards retired and sweepStale, handed from reloads to the flusher
+	retired    []budgetRetired
+	sweepStale []string
+
+	flushMu   sync.Mutex
+	stop      chan struct{}
+	done      chan struct{}
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// NewBudgets returns an enforcer over the store's usage-limit policies and spend and starts its flusher; Close
+// stops it.
+func NewBudgets(store *storage.Store, opts BudgetOptions) *Budgets {
+	b := &Budgets{store: store, now: opts.Now, log: opts.Logger, every: opts.FlushInterval,
+		onAlert: opts.OnAlert, onExceeded: opts.OnExceeded, unpriced: map[string]bool{},
+		stop: make(chan struct{}), done: make(chan struct{})}
+	if b.now == nil {
+		b.now = time.Now
+	}
+	if b.log == nil {
+		b.log = slog.Default()
+	}
+	if b.every <= 0 {
+		b.every = time.Second
+	}
+	go b.run()
+	return b
+}
+
+// BudgetExceeded is a refusal: the policy whose group has no room left.
+type BudgetExceeded struct {
+	PolicyID string
+	Type     string // cost | tokens
+	Limit    float64
+	// Committed is the group's spend plus what running requests hold reserved.
+	Committed float64
+}
+
+func (e *BudgetExceeded) Error() string {
+	unit := "USD"
+	if e.Type == "tokens" {
+		unit = "tokens"
+	}
+	return fmt.Sprintf("budget exceeded: usage-limit policy %s allows %s %s (spent or reserved: %s)", e.PolicyID,
+		strconv.FormatFloat(e.Limit, 'f', -1, 64), unit, strconv.FormatFloat(e.Committed, 'f', -1, 64))
+}
+
+// Spend is what an answer really used, for Hold.Settle.
+type Spend struct {
+	InputTokens, OutputTokens int64
+	CostUSD                   float64
+	CostKnown                 bool // false: the catalogue has no price for what answered; it counts 0 USD
+}
+
+// held is one reservation of a Hold.
+type held struct {
+	p      *budgetPolicy
+	c      *spend
+	amount float64
+}
+
+// Hold is one request's reservations. Settle it exactly once; later calls do nothing. A nil Hold holds nothing.
+type Hold struct {
+	b      *Budgets
+	model  string
+	inline [4]held
+	hits   []held
+	done   atomic.Bool
+}
+
+type budgetHit struct {
+	p   *budgetPolicy
+	key string
+	c   *spend
+}
+
+// Enforces reports whether the workspace has an active usage-limit policy, so that a caller can skip building
+// Attrs for workspaces without budgets: a map read and an atomic load. A nil Budgets enforces nothing.
+func (b *Budgets) Enforces(workspaceID string) bool {
+	return b != nil && workspaceID != "" && len(b.snapshot(workspaceID).policies) > 0
+}
+
+// Reserve reserves the request's largest possible cost (see estimate) with every matching active usage-limit
+// policy of its workspace, or refuses it when one of them has no room: its group's spend plus what running
+// requests hold reserved already reaches credit_limit. Every matched policy is checked before any reserves,
+// under the groups' locks taken in policy-ID order, so a refused request holds nothing. With no usage-limit
+// policy in the workspace it costs a map read and an atomic load and allocates nothing. A nil Budgets admits
+// everything.
+func (b *Budgets) Reserve(a *Attrs) (*Hold, *BudgetExceeded) {
+	if b == nil || a == nil || a.WorkspaceID == "" {
+		return nil, nil
+	}
+	snap := b.snapshot(a.WorkspaceID)
+	if len(snap.policies) == 0 {
+		return nil, nil
+	}
+	var buf [inlineHits]budgetHit
+	hits := buf[:0]
+	for _, p := range snap.policies {
+		if p.sel.matches(a) {
+			hits = append(hits, budgetHit{p: p, key: p.sel.groupKey(a)})
+		}
+	}
+	if len(hits) == 0 {
+		return nil, nil
+	}
+	est := estimate(a.Body)
+	now := b.now()
+	for {
+		for i := range hits {
+			hits[i].c = hits[i].p.set.get(b, hits[i].key, now)
+		}
+		if lockSpends(hits) {
+			break
+		}
+	}
+	nanos := now.UnixNano()
+	for i := range hits {
+		h := &hits[i]
+		h.c.roll(h.p.periodStart(now))
+		h.c.used = nanos
+		if committed := h.c.spent + h.c.reserved; committed >= h.p.limit {
+			ex := &BudgetExceeded{PolicyID: h.p.sel.id, Type: h.p.typ, Limit: h.p.limit, Committed: committed}
+			unlockSpends(hits)
+			if b.onExceeded != nil {
+				b.onExceeded(ex.PolicyID)
+			}
+			return nil, ex
+		}
+	}
+	hold := &Hold{b: b}
+	hold.hits = hold.inline[:0]
+	costs := false
+	for i := range hits {
+		h := &hits[i]
+		amount := est.tokens
+		if !h.p.tokens {
+			amount, costs = est.cost, true
+		}
+		h.c.reserved += amount
+		hold.hits = append(hold.hits, held{p: h.p, c: h.c, amount: amount})
+	}
+	unlockSpends(hits)
+	if costs {
+		hold.model = strings.Clone(est.model)
+		if !est.priced {
+			b.warnUnpriced(hold.model, "reserved 0 USD")
+		}
+	}
+	return hold, nil
+}
+
+// Settle removes the hold's reservations and counts what the answer used: tokens policies input + output
+// tokens, cost policies CostUSD (0 when not CostKnown, with a warning once per model). A nil Spend (no answer,
+// or one without usage) only releases. A group whose spend reaches its limit is exhausted until its period
+// resets; one whose spend first reaches the alert threshold in the period raises the alert.
+func (h *Hold) Settle(s *Spend) {
+	if h == nil || h.done.Swap(true) {
+		return
+	}
+	b := h.b
+	now := b.now()
+	var alerts []string
+	costUnknown := false
+	for _, x := range h.hits {
+		used := 0.0
+		if s != nil {
+			if x.p.tokens {
+				used = float64(s.InputTokens + s.OutputTokens)
+			} else if s.CostKnown {
+				used = s.CostUSD
+			} else {
+				costUnknown = true
+			}
+		}
+		if alert := b.settleOne(x, used, now); alert != "" {
+			alerts = append(alerts, alert)
+		}
+	}
+	if costUnknown && h.model != "" {
+		b.warnUnpriced(h.model, "counted 0 USD")
+	}
+	if b.onAlert != nil {
+		for _, id := range alerts {
+			b.onAlert(id)
+		}
+	}
+}
+
+// settleOne settles one reservation and returns the policy ID when the spend crossed the alert threshold.
+func (b *Budgets) settleOne(x held, used float64, now time.Time) (alert string) {
+	c := x.c
+	for {
+		c.mu.Lock()
+		if !c.evicted {
+			break
+		}
+		c.mu.Unlock()
+		c = c.set.get(b, c.key, now) // evicted meanwhile (a reservation never is): count into its successor
+	}
+	defer c.mu.Unlock()
+	c.roll(x.p.periodStart(now))
+	if c == x.c {
+		c.reserved = max(0, c.reserved-x.amount)
+	}
+	c.used = now.UnixNano()
+	if used <= 0 {
+		return ""
+	}
+	c.spent += used
+	c.dirty = true
+	if x.p.alert > 0 && !c.alerted && c.spent >= x.p.alert {
+		c.alerted = true
+		b.log.Warn("budget: alert threshold reached", "policy", x.p.sel.id, "workspace", c.set.ws, "group", c.group,
+			"spend", c.spent, "alert_threshold", x.p.alert, "limit", x.p.limit, "type", x.p.typ)
+		return x.p.sel.id
+	}
+	return ""
+}
+
+// warnUnpriced logs once per model that the catalogue has no price for it.
+func (b *Budgets) warnUnpriced(model, what string) {
+	b.unpricedMu.Lock()
+	seen := b.unpriced[model] || len(b.unpriced) >= maxUnpricedModels
+	if !seen {
+		b.unpriced[model] = true
+	}
+	b.unpricedMu.Unlock()
+	if !seen {
+		b.log.Warn("budget: the catalogue has no price for the model; cost budgets count it as free", "model", model, "what", what)
+	}
+}
+
+// reservation is a request's largest possible use, in both units.
+type reservation struct {
+	tokens float64
+	cost   float64
+	priced bool
+	model  string
+}
+
+// estimate is the request's largest possible use: input tokens bounded by the body's length in bytes (a token
+// is rarely shorter than a byte), output by the body's max_tokens, max_completion_tokens or max_output_tokens
+// (the largest given), else the catalogue's MaxOutputTokens for the model, else DefaultReserveOutputTokens;
+// priced at the highest price any provider of the catalogue lists for the model (catalog.MaxPrice), since the
+// provider is not chosen yet.
+func estimate(body *schema.Body) reservation {
+	var r reservation
+	var in, out int64
+	if body != nil {
+		in = int64(body.Len())
+		r.model = body.Model()
+		out = requestedOutput(body)
+	}
+	m, priced := catalog.MaxPrice(r.model)
+	if out <= 0 {
+		out = int64(m.MaxOutputTokens)
+	}
+	if out <= 0 {
+		out = DefaultReserveOutputTokens
+	}
+	r.tokens = float64(in + out)
+	r.cost, r.priced = catalog.Price(&m, in, out), priced
+	return r
+}
+
+// outputLimitFields are the request fields that cap an answer's tokens: chat's two and the responses API's.
+var outputLimitFields = [...]string{"max_tokens", "max_completion_tokens", "max_output_tokens"}
+
+func requestedOutput(body *schema.Body) int64 {
+	params := body.Params()
+	var out int64
+	for _, f := range outputLimitFields {
+		if v, ok := params[f].(float64); ok && v > 0 {
+			out = max(out, int64(min(v, maxReserveOutputTokens)))
+		}
+	}
+	return out
+}
+
+func lockSpends(hits []budgetHit) bool {
+	for i := range hits {
+		hits[i].c.mu.Lock()
+		if hits[i].c.evicted {
+			unlockSpends(hits[:i+1])
+			return false
+		}
+	}
+	return true
+}
+
+func unlockSpends(hits []budgetHit) {
+	for i := range hits {
+		hits[i].c.mu.Unlock()
+	}
+}
+
+// Close stops the flusher and saves every changed spend, synced. Close does not close the store.
+func (b *Budgets) Close() error {
+	if b == nil {
+		return nil
+	}
+	b.closeOnce.Do(func() {
+		close(b.stop)
+		<-b.done
+		b.closeErr = b.flush()
+	})
+	return b.closeErr
+}
