@@ -38,7 +38,8 @@ func count(t *testing.T, m *Metrics, name string) int {
 func TestObserveRequestDoesNotAllocate(t *testing.T) {
 	m := New()
 	r := &Request{Endpoint: "chat/completions", Provider: "openai", Model: "gpt-4o-mini", Status: 200, CacheStatus: "MISS",
-		Duration: time.Millisecond, Retries: 1, InputTokens: 5, OutputTokens: 2, UsageKnown: true}
+		Duration: time.Millisecond, Upstream: 800 * time.Microsecond, FirstToken: 300 * time.Microsecond, Retries: 1, Fallbacks: 1,
+		InputTokens: 5, OutputTokens: 2, UsageKnown: true, CostUSD: 1e-6, CostKnown: true}
 	m.ObserveRequest(r) // creates the series
 	if n := testing.AllocsPerRun(100, func() { m.ObserveRequest(r) }); n != 0 {
 		t.Errorf("ObserveRequest allocates %v times per call", n)
@@ -80,5 +81,52 @@ func TestSeriesAreBounded(t *testing.T) {
 	}
 	if got := value(t, m.requests.WithLabelValues("chat/completions", "p", OtherModel, "200", "")); got != 10 {
 		t.Errorf("other = %v, want 10", got)
+	}
+}
+
+func TestHookPluginAndBreakerMetrics(t *testing.T) {
+	m := New()
+	m.GuardrailVerdict("default.regexMatch", "pass")
+	m.GuardrailVerdict("default.regexMatch", "pass")
+	m.GuardrailVerdict("pii.scan", "deny")
+	m.PluginCall("pii", 3*time.Millisecond)
+	m.CircuitChanged("openai config.targets[0]", true)
+	m.CircuitChanged("openai config.targets[1]", true)
+	m.CircuitChanged("openai config.targets[1]", false)
+	if got := value(t, m.verdicts.get(verdictKey{"default.regexMatch", "pass"})); got != 2 {
+		t.Errorf("pass verdicts = %v, want 2", got)
+	}
+	if got := count(t, m, "gateway_guardrail_verdicts_total"); got != 2 {
+		t.Errorf("%d verdict series, want 2", got)
+	}
+	if got := count(t, m, "gateway_plugin_call_duration_seconds"); got != 1 {
+		t.Errorf("%d plugin series, want 1", got)
+	}
+	var g dto.Metric
+	m.circuits.get("openai config.targets[1]").Write(&g)
+	if g.GetGauge().GetValue() != 0 {
+		t.Errorf("a closed breaker reads %v", g.GetGauge().GetValue())
+	}
+	m.circuits.get("openai config.targets[0]").Write(&g)
+	if g.GetGauge().GetValue() != 1 {
+		t.Errorf("an open breaker reads %v", g.GetGauge().GetValue())
+	}
+	if n := testing.AllocsPerRun(100, func() { m.GuardrailVerdict("pii.scan", "deny"); m.PluginCall("pii", time.Millisecond) }); n != 0 {
+		t.Errorf("known series allocate %v times per call", n)
+	}
+}
+
+// TestUserLabelsAreBounded: checks, plugins and targets are named by users; past MaxSeries they count as other.
+func TestUserLabelsAreBounded(t *testing.T) {
+	m := New()
+	for i := 0; i < MaxSeries+10; i++ {
+		m.PluginCall("p"+strconv.Itoa(i), time.Millisecond)
+		m.GuardrailVerdict("c"+strconv.Itoa(i), "pass")
+	}
+	if got := count(t, m, "gateway_plugin_call_duration_seconds"); got != MaxSeries+1 {
+		t.Errorf("%d plugin series, want %d", got, MaxSeries+1)
+	}
+	if got := count(t, m, "gateway_guardrail_verdicts_total"); got != MaxSeries+1 {
+		t.Errorf("%d verdict series, want %d", got, MaxSeries+1)
 	}
 }

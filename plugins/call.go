@@ -9,8 +9,11 @@ import (
 	"math"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/llmgw/gateway/hostapi"
 	"github.com/llmgw/gateway/runtime/gwerr"
+	"github.com/llmgw/gateway/tracing"
 )
 
 // RequestView is the request as the request_field host function reads it. The caller parses the request once
@@ -46,15 +49,30 @@ func (e *Engine) Call(ctx context.Context, workspaceID, id string, kind hostapi.
 	if p == nil {
 		return nil, gwerr.NotFound("plugin", id)
 	}
+	var span trace.Span
+	if tracing.Enabled() {
+		ctx, span = tracing.Start(ctx, "plugin "+id, trace.SpanKindInternal, tracing.KeyPlugin.String(id),
+			tracing.KeyPluginKind.String(kindName(kind)))
+	}
 	start := time.Now()
 	if now := start.UnixNano(); now-p.ws.lastCall.Load() > int64(time.Second) { // spare the shared cache line
 		p.ws.lastCall.Store(now)
 	}
 	out, err := p.call(ctx, kind, in, req)
-	p.nanos.Add(int64(time.Since(start)))
+	d := time.Since(start)
+	p.nanos.Add(int64(d))
 	p.calls.Add(1)
 	if err != nil {
 		p.errors.Add(1)
+	}
+	if f := e.opts.OnCall; f != nil {
+		f(id, d)
+	}
+	if span != nil {
+		if err != nil {
+			tracing.SetError(span, err)
+		}
+		span.End()
 	}
 	return out, err
 }
@@ -82,6 +100,17 @@ func (p *plugin) call(ctx context.Context, kind hostapi.Kind, in *hostapi.Input,
 		v.release()
 		return out, err
 	}
+}
+
+// kindName names a call's kind for its span.
+func kindName(k hostapi.Kind) string {
+	switch k {
+	case hostapi.KindCheck:
+		return "check"
+	case hostapi.KindCondition:
+		return "condition"
+	}
+	return "unknown"
 }
 
 // run makes one call on the instance.

@@ -4,7 +4,8 @@
 // (export and import names, kinds, the wire encoding of Input and Output) lives in hostapi; this package is its
 // host side.
 //
-// It imports wazero, hostapi, runtime/gwerr and storage (to load the stored plugins at start). It must not
+// It imports wazero, hostapi, runtime/gwerr, storage (to load the stored plugins at start) and tracing (a span
+// per call when traces are on; Options.OnCall times each call for the metrics). It must not
 // import guardrails, runtime, routes or fiber: guardrails declares the Check interface it consumes and cmd wires
 // wasm-backed checks (Engine.Call) into it.
 //

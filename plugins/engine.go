@@ -74,6 +74,10 @@ type Options struct {
 	// Logger receives the guests' log host calls (with "workspace" and "plugin" attributes) and the engine's
 	// own messages. Default slog.Default().
 	Logger *slog.Logger
+	// OnCall, when set, is called after each call of a guest (Call) with the plugin's id and how long the call
+	// took, waiting for an instance included, for the metrics. It runs on the caller's goroutine: it must be
+	// cheap, must not block and must be safe for concurrent use. Nil: none.
+	OnCall func(plugin string, d time.Duration)
 
 	// unguarded builds runtimes without WithCloseOnContextDone, for benchmarks that measure what the guard
 	// costs. Such an engine cannot stop a runaway guest.

@@ -3,7 +3,6 @@ package runtime
 import (
 	"net/http"
 	"strconv"
-	"strings"
 
 	"github.com/llmgw/gateway/runtime/gwerr"
 	"github.com/llmgw/gateway/runtime/ratelimit"
@@ -15,11 +14,7 @@ func (e *Engine) admit(req *Request) (ratelimit.Admission, *gwerr.Error) {
 	if e.limiter == nil || req.Key == nil {
 		return ratelimit.Admission{}, nil
 	}
-	attrs := ratelimit.Attrs{WorkspaceID: req.Key.WorkspaceID, APIKey: req.Key.ID, Provider: req.Provider,
-		VirtualKey: req.VirtualKey, Metadata: req.Metadata, Body: &req.Body}
-	if c := strings.TrimSpace(req.Config); c != "" && c[0] != '{' {
-		attrs.Config = c
-	}
+	attrs := policyAttrs(req)
 	adm, exceeded := e.limiter.Admit(&attrs)
 	if exceeded == nil {
 		return adm, nil

@@ -11,10 +11,14 @@ import (
 	"strings"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/llmgw/gateway/runtime/catalog"
 	"github.com/llmgw/gateway/runtime/config"
 	"github.com/llmgw/gateway/runtime/gwerr"
 	"github.com/llmgw/gateway/runtime/netguard"
 	"github.com/llmgw/gateway/runtime/providers"
+	"github.com/llmgw/gateway/tracing"
 )
 
 // maxUpstreamBody bounds a non-streamed upstream answer held in memory.
@@ -45,8 +49,11 @@ func (e *Engine) attempts(ctx context.Context, st *state, n *config.Node, adapte
 	for i := 0; ; i++ {
 		start := e.now()
 		st.calls++
+		called := time.Now() // not e.now: tests replace the engine's clock, and this measures real time
 		out := e.attempt(ctx, adapter, t, call, timeout)
+		st.upstream += time.Since(called)
 		out.retries, out.path, out.prov = i, n.Path, t.Provider
+		out.models = t.Fields[catalog.OverridesField]
 		if post != nil {
 			post(out)
 		}
@@ -144,7 +151,12 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 }
 
 // attempt makes one upstream call bounded by timeout.
-func (e *Engine) attempt(ctx context.Context, adapter providers.Adapter, t *providers.Target, call *providers.Call, timeout time.Duration) *outcome {
+func (e *Engine) attempt(ctx context.Context, adapter providers.Adapter, t *providers.Target, call *providers.Call, timeout time.Duration) (out *outcome) {
+	var span trace.Span // the attempt's client span when tracing is on (tracing.go)
+	if tracing.Enabled() {
+		ctx, span = startAttemptSpan(ctx, t, call)
+		defer func() { endAttemptSpan(span, out) }()
+	}
 	adapter = e.responsesStep(ctx, adapter, call) // responses_step.go: /v1/responses, native or translated
 	actx, cancel := context.WithTimeout(ctx, timeout)
 	req, err := adapter.NewRequest(actx, t, call)
@@ -156,6 +168,7 @@ func (e *Engine) attempt(ctx context.Context, adapter providers.Adapter, t *prov
 		}
 		return &outcome{err: gwerr.Internal(fmt.Errorf("%s: build request: %w", t.Provider, netguard.RedactError(err)))}
 	}
+	forwardTrace(ctx, span, t, req)
 	resp, err := e.client.Do(req)
 	if err != nil {
 		cancel()

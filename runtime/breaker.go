@@ -101,8 +101,9 @@ func (b *breaker) allow(now time.Time, cfg *config.CircuitBreaker) bool {
 	return true
 }
 
-// record notes the outcome of a request the breaker allowed.
-func (b *breaker) record(now time.Time, cfg *config.CircuitBreaker, failed bool) {
+// record notes the outcome of a request the breaker allowed. It reports whether the breaker opened (from
+// closed) or closed (after a successful probe); a half-open breaker that fails its probe stays open.
+func (b *breaker) record(now time.Time, cfg *config.CircuitBreaker, failed bool) (opened, closedAgain bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	cooldown := time.Duration(cfg.CooldownInterval) * time.Millisecond
@@ -111,12 +112,13 @@ func (b *breaker) record(now time.Time, cfg *config.CircuitBreaker, failed bool)
 		b.probing = false
 		if failed {
 			b.state, b.openedAt = open, now
-			return
+			return false, false
 		}
 		b.state, b.failures = closed, 0
+		return false, true
 	case closed:
 		if !failed {
-			return
+			return false, false
 		}
 		if b.failures == 0 || now.Sub(b.windowStart) > cooldown {
 			b.windowStart, b.failures = now, 0
@@ -124,8 +126,10 @@ func (b *breaker) record(now time.Time, cfg *config.CircuitBreaker, failed bool)
 		b.failures++
 		if b.failures >= cfg.FailureThreshold {
 			b.state, b.openedAt = open, now
+			return true, false
 		}
 	}
+	return false, false
 }
 
 // release gives back a request the breaker allowed whose outcome says nothing about the target (the request
@@ -153,7 +157,10 @@ func (e *Engine) settleBreaker(ctx context.Context, br *breaker, cfg *config.Cir
 			status = 0 // transport failures always count
 		}
 	}
-	br.record(e.now(), cfg, isBreakerFailure(cfg, status))
+	opened, closedAgain := br.record(e.now(), cfg, isBreakerFailure(cfg, status))
+	if (opened || closedAgain) && e.observer != nil {
+		e.observer.CircuitChanged(out.prov+" "+out.path, opened)
+	}
 }
 
 // isFailure applies cb_config.failure_status_codes, by default statuses above 500 and transport errors

@@ -48,5 +48,6 @@
 // policy), providers (adapter contract, the registry of provider descriptors, adapters below it), jsonfield
 // (the JSON field readers of validation), gwerr (the error type), bootstrap (the bootstrap file), ratelimit
 // (policy enforcement and counters) and cache (cache keys, stream recording and replay, the semantic index).
-// runtime may import its subpackages, guardrails and storage; never routes or cmd.
+// runtime may import its subpackages, guardrails, storage and tracing (tracing.go: the attempt spans and the
+// trace context sent upstream); never routes or cmd.
 package runtime

@@ -51,8 +51,12 @@ type Options struct {
 	PluginCondition PluginCondition
 	// RateLimiter enforces the workspaces' rate-limit policies. Nil: no limits.
 	RateLimiter *ratelimit.Limiter
+	// Budgets enforces the workspaces' usage-limit policies (budget_step.go). Nil: no budgets.
+	Budgets *ratelimit.Budgets
 	// Now is the clock of cache expiry and circuit breakers. Default time.Now.
 	Now func() time.Time
+	// Observer receives breaker changes and guardrail verdicts for the metrics. Nil: none.
+	Observer Observer
 }
 
 // PluginCondition asks a workspace's wasm plugin whether a request matches a routing condition.
@@ -74,7 +78,9 @@ type Engine struct {
 	pluginCondition PluginCondition
 	asyncSlots      chan struct{}
 	limiter         *ratelimit.Limiter
+	budgets         *ratelimit.Budgets
 	semantic        *cache.Index
+	observer        Observer
 
 	attemptTimeout time.Duration
 	deadline       time.Duration // Options.RequestDeadline
@@ -130,6 +136,8 @@ func New(store *storage.Store, opts Options) *Engine {
 	return &Engine{
 		semantic:        cache.NewIndex(vectors, cache.IndexOptions{Now: opts.Now, Logger: opts.Logger}),
 		limiter:         opts.RateLimiter,
+		budgets:         opts.Budgets,
+		observer:        opts.Observer,
 		store:           store,
 		client:          &http.Client{Transport: opts.Transport, CheckRedirect: noRedirects},
 		configs:         config.NewPlanCache(opts.ConfigCacheSize),
@@ -165,8 +173,15 @@ func (e *Engine) Do(ctx context.Context, req *Request) (*Response, error) {
 	if err := e.checkHooks(st, plan); err != nil {
 		return nil, err
 	}
+	// The budget is asked first: a request the rate limiter then refuses releases its reservation, while one the
+	// budget refuses is never counted by the rate limiter.
+	hold, refused := e.reserveBudget(req)
+	if refused != nil {
+		return nil, refused
+	}
 	adm, refused := e.admit(req)
 	if refused != nil {
+		hold.settle(nil)
 		return nil, refused
 	}
 	// The deadline cancels the context instead of being its deadline, so that it can be lifted from a stream
@@ -189,9 +204,11 @@ func (e *Engine) Do(ctx context.Context, req *Request) (*Response, error) {
 	}
 	resp, err := out.response()
 	if err != nil {
+		hold.settle(nil)
 		return nil, err
 	}
-	e.countTokens(req, &adm, resp)
+	resp.Upstream, resp.Fallbacks, resp.Attempts = st.upstream, st.fallbacks, st.calls
+	e.watchUsage(req, &adm, hold, resp)
 	rateLimitHeaders(&adm, resp)
 	return resp, nil
 }

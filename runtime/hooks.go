@@ -12,12 +12,15 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/llmgw/gateway/guardrails"
 	"github.com/llmgw/gateway/hostapi"
 	"github.com/llmgw/gateway/runtime/config"
 	"github.com/llmgw/gateway/runtime/gwerr"
 	"github.com/llmgw/gateway/runtime/providers"
 	"github.com/llmgw/gateway/storage"
+	"github.com/llmgw/gateway/tracing"
 )
 
 // StatusHooksFailedSoft is the status of an answer some of whose checks failed without denying it.
@@ -206,7 +209,7 @@ func (e *Engine) afterHooks(ctx context.Context, st *state, set *guardrails.Set,
 	}
 	var after guardrails.Outcome
 	if set.Has(guardrails.StageAfter) {
-		after = set.Run(ctx, guardrails.StageAfter, checkInput(st, guardrails.StageAfter, answerText(out.body)), requestView{st})
+		after = e.runHooks(ctx, st, set, guardrails.StageAfter, answerText(out.body))
 	}
 	results.After = after.Results
 	e.runAsync(ctx, st.req.TraceID, after.Async)
@@ -218,6 +221,50 @@ func (e *Engine) afterHooks(ctx context.Context, st *state, set *guardrails.Set,
 		out.status = StatusHooksFailedSoft
 	}
 	out.body = withHookResults(out.body, results, after.Transformed)
+}
+
+// runHooks runs one stage of a set on text: in a span of its own when tracing is on, and with each check's
+// verdict reported to the observer (the async items' when they finish, in runAsync).
+func (e *Engine) runHooks(ctx context.Context, st *state, set *guardrails.Set, stage guardrails.Stage, text string) guardrails.Outcome {
+	var span trace.Span
+	if tracing.Enabled() {
+		name := "hooks before"
+		if stage == guardrails.StageAfter {
+			name = "hooks after"
+		}
+		ctx, span = tracing.Start(ctx, name, trace.SpanKindInternal, tracing.KeyHookStage.String(string(stage)))
+	}
+	out := set.Run(ctx, stage, checkInput(st, stage, text), requestView{st})
+	if e.observer != nil {
+		for i := range out.Results {
+			e.reportVerdicts(&out.Results[i])
+		}
+	}
+	if span != nil {
+		span.SetAttributes(tracing.KeyHookItems.Int(len(out.Results)), tracing.KeyHookFailed.Bool(out.Failed),
+			tracing.KeyHookDenied.Bool(out.Deny))
+		span.End()
+	}
+	return out
+}
+
+// reportVerdicts gives the observer one verdict per check of a hook result: "error" when the check errored
+// (whatever it counted as), "pass", "deny" when it failed and its item denies, else "fail".
+func (e *Engine) reportVerdicts(res *guardrails.HookResult) {
+	for i := range res.Checks {
+		c := &res.Checks[i]
+		verdict := "pass"
+		switch {
+		case c.Error != nil:
+			verdict = "error"
+		case c.Verdict:
+		case res.Deny:
+			verdict = "deny"
+		default:
+			verdict = "fail"
+		}
+		e.observer.GuardrailVerdict(c.ID, verdict)
+	}
 }
 
 // hookResults is the hook_results member of answers (DESIGN.md).
@@ -516,6 +563,9 @@ func (e *Engine) runAsync(parent context.Context, traceID string, fns []func(con
 				ctx, cancel := context.WithTimeout(context.WithoutCancel(parent), asyncHookTimeout)
 				defer cancel()
 				res := fn(ctx)
+				if e.observer != nil {
+					e.reportVerdicts(&res)
+				}
 				e.log.Info("async hook finished", "trace_id", traceID, "hook", res.ID, "verdict", res.Verdict, "type", res.Type,
 					"execution_ms", res.ExecutionTime, "checks", len(res.Checks))
 			}()

@@ -132,7 +132,7 @@ func (e *Engine) streamWithOutputHooks(ctx context.Context, st *state, set *guar
 	src := out.stream.ReadCloser
 	responses := st.req.Endpoint == providers.Responses
 	out.stream.ReadCloser = &hookStream{src: src, br: bufio.NewReaderSize(src, 32<<10), responses: responses, finish: func(text string) ([]byte, bool) {
-		after := set.Run(ctx, guardrails.StageAfter, checkInput(st, guardrails.StageAfter, text), requestView{st})
+		after := e.runHooks(ctx, st, set, guardrails.StageAfter, text)
 		results.After = after.Results
 		e.runAsync(ctx, st.req.TraceID, after.Async)
 		if after.Deny && responses {

@@ -48,7 +48,7 @@ func (e *Engine) execLeaf(ctx context.Context, st *state, n *config.Node) *outco
 	var results hookResults
 	soft := false // a check failed without denying: the answer says 246
 	if set.Has(guardrails.StageBefore) {
-		before := set.Run(ctx, guardrails.StageBefore, checkInput(st, guardrails.StageBefore, requestText(st.conditionEnv().Params)), requestView{st})
+		before := e.runHooks(ctx, st, set, guardrails.StageBefore, requestText(st.conditionEnv().Params))
 		results.Before = before.Results
 		e.runAsync(ctx, st.req.TraceID, before.Async)
 		if before.Deny {

@@ -48,21 +48,18 @@ func TestResponsesShapesForChecksAndLimits(t *testing.T) {
 	if got := answerText([]byte(answer)); got != "Hi\nthere" {
 		t.Errorf("answerText = %q", got)
 	}
-	if n, ok := answerUsage([]byte(answer)); !ok || n != 8 {
-		t.Errorf("answerUsage = %d, %v; want 8", n, ok)
-	}
-	if n, ok := answerUsage([]byte(`{"usage":{"input_tokens":5,"output_tokens":3}}`)); !ok || n != 8 {
-		t.Errorf("answerUsage without total = %d, %v; want 8", n, ok)
+	if in, out, ok := AnswerTokens([]byte(answer)); !ok || in != 5 || out != 3 {
+		t.Errorf("AnswerTokens = %d, %d, %v; want 5, 3", in, out, ok)
 	}
 	// A stream's usage is read from its response.completed event.
 	events := "event: response.output_text.delta\ndata: {\"type\":\"response.output_text.delta\",\"delta\":\"Hi\"}\n\n" +
 		"event: response.completed\ndata: {\"type\":\"response.completed\",\"response\":{\"usage\":{\"input_tokens\":4,\"output_tokens\":2,\"total_tokens\":6}}}\n\n"
-	var reported int64
-	u := newUsageStream(io.NopCloser(strings.NewReader(events)), 10, func(n int64) { reported = n })
+	var reported Usage
+	u := newUsageStream(io.NopCloser(strings.NewReader(events)), 10, func(got Usage) { reported = got })
 	io.Copy(io.Discard, u)
 	u.Close()
-	if reported != 6 {
-		t.Errorf("stream usage %d, want 6", reported)
+	if reported != (Usage{InputTokens: 4, OutputTokens: 2, Known: true}) {
+		t.Errorf("stream usage %+v, want 4 in, 2 out", reported)
 	}
 }
 

@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"net/http"
@@ -64,6 +65,31 @@ type Response struct {
 	OptionPath  string // the answering target's path, e.g. "config.targets[1]"
 	CacheStatus string // HIT, SEMANTIC HIT, MISS, REFRESH or DISABLED
 	RateLimit   RateLimitFigures
+
+	// Usage is the answer's token usage and cost, read once by the engine: at once for a whole answer, when the
+	// stream is closed for a streamed one (zero until then). Answers from the cache and failures have none.
+	Usage Usage
+	// Upstream is the time spent waiting on providers: every attempt's call, retries and fallbacks included,
+	// to the end of a whole answer's body or to a stream's headers (the stream's own time is the caller's to add).
+	Upstream time.Duration
+	// Fallbacks counts the targets moved past before the one that answered (DESIGN.md gateway_fallbacks_total).
+	Fallbacks int
+	// Attempts counts the upstream calls made, retries included.
+	Attempts int
+
+	models json.RawMessage // the answering stored provider's catalogue overrides, for pricing
+}
+
+// Usage is the token usage of an answer and its price.
+type Usage struct {
+	InputTokens, OutputTokens int64
+	// Known is true when the answer reported usage, or the gateway estimated it (Estimated: a stream that
+	// reported none, measured by its text at about four bytes a token).
+	Known, Estimated bool
+	// CostUSD is the usage priced by the model catalogue (catalog.Cost); CostKnown is false when the catalogue
+	// has no price for the model.
+	CostUSD   float64
+	CostKnown bool
 }
 
 // Close releases the upstream stream, if any.
@@ -90,8 +116,11 @@ type state struct {
 	// deadline is when Options.RequestDeadline ends the request (by the engine's clock): a wait past it is
 	// never begun.
 	deadline time.Time
-	calls    int  // upstream attempts made so far, retries included (Options.MaxUpstreamAttempts)
-	capSaid  bool // the log already says that the cap stopped the request
+	calls    int // upstream attempts made so far, retries included (Options.MaxUpstreamAttempts)
+	// upstream is the time spent in upstream calls so far, and fallbacks the targets moved past (Response).
+	upstream  time.Duration
+	fallbacks int
+	capSaid   bool // the log already says that the cap stopped the request
 	// hooked are the plan's leaves with checks and sets their compiled checks, in the same order (checkHooks);
 	// oneSet holds the usual single set without an allocation.
 	hooked []*config.Node
@@ -134,6 +163,7 @@ type outcome struct {
 	path    string
 	prov    string
 	retries int
+	models  json.RawMessage // the stored provider's catalogue overrides (Response.models)
 	// cacheStatus is x-gateway-cache-status of the answer: HIT, SEMANTIC HIT, MISS or REFRESH when the
 	// target's config enables the cache; "" means DISABLED.
 	cacheStatus string
@@ -154,7 +184,7 @@ func (o *outcome) response() (*Response, error) {
 		return nil, o.err
 	}
 	r := &Response{Status: o.status, Header: o.header, Body: o.body, Provider: o.prov, Retries: o.retries,
-		OptionPath: o.path, CacheStatus: o.cacheStatus}
+		OptionPath: o.path, CacheStatus: o.cacheStatus, models: o.models}
 	if r.CacheStatus == "" {
 		r.CacheStatus = CacheDisabled
 	}

@@ -94,8 +94,11 @@ func (e *Engine) execFallback(ctx context.Context, st *state, n *config.Node) *o
 		} else if out.capped {
 			capped = out
 		}
-		if i+1 < len(n.Children) && e.atCap(st) {
-			break
+		if i+1 < len(n.Children) {
+			if e.atCap(st) {
+				break
+			}
+			st.fallbacks++
 		}
 	}
 	if lastCalled != nil {

@@ -3,31 +3,57 @@ package runtime
 import (
 	"bufio"
 	"bytes"
-	"encoding/json"
 	"errors"
 	"io"
 	"sync"
 
+	"github.com/llmgw/gateway/runtime/catalog"
+	"github.com/llmgw/gateway/runtime/internal/jsonstr"
 	"github.com/llmgw/gateway/runtime/ratelimit"
-	"github.com/llmgw/gateway/runtime/schema"
 )
 
-// countTokens reports the answer's usage to the tokens policies that admitted the request: at once for a
-// whole answer, when the stream closes for a streamed one. Answers served from the cache cost the provider
-// nothing and count nothing; neither do failed ones.
-func (e *Engine) countTokens(req *Request, adm *ratelimit.Admission, resp *Response) {
-	if !adm.CountsTokens() || resp.Status < 200 || resp.Status > 299 || resp.CacheStatus == CacheHit || resp.CacheStatus == CacheSemanticHit {
+// watchUsage reads the answer's usage once, prices it (resp.Usage), and reports it to the tokens policies that
+// admitted the request and to its budget hold: at once for a whole answer, when the stream is closed for a
+// streamed one, whether it ended or the caller went away (the provider counted the tokens either way). Answers
+// from the cache cost the provider nothing and report no usage; neither do failed ones.
+func (e *Engine) watchUsage(req *Request, adm *ratelimit.Admission, hold *budgetHold, resp *Response) {
+	if resp.Status < 200 || resp.Status > 299 || resp.CacheStatus == CacheHit || resp.CacheStatus == CacheSemanticHit {
+		hold.settle(resp)
 		return
 	}
+	model := req.Body.Model()
 	if resp.Stream == nil {
-		if tokens, ok := answerUsage(resp.Body); ok {
-			e.limiter.AddTokens(adm, int(tokens))
+		if in, out, ok := AnswerTokens(resp.Body); ok {
+			resp.Usage = priced(resp, model, Usage{InputTokens: in, OutputTokens: out, Known: true})
 		}
+		e.reportUsage(adm, hold, resp)
 		return
 	}
-	a := *adm // the stream outlives Do's frame
-	limiter := e.limiter
-	resp.Stream = newUsageStream(resp.Stream, req.Body.Len(), func(tokens int64) { limiter.AddTokens(&a, int(tokens)) })
+	var counted *ratelimit.Admission
+	if adm.CountsTokens() {
+		a := *adm // the stream outlives Do's frame
+		counted = &a
+	}
+	resp.Stream = newUsageStream(resp.Stream, req.Body.Len(), func(u Usage) {
+		resp.Usage = priced(resp, model, u)
+		e.reportUsage(counted, hold, resp)
+	})
+}
+
+// reportUsage gives the answer's usage to the tokens policies (adm may be nil) and settles the budget hold.
+func (e *Engine) reportUsage(adm *ratelimit.Admission, hold *budgetHold, resp *Response) {
+	if adm != nil && adm.CountsTokens() && resp.Usage.Known {
+		e.limiter.AddTokens(adm, int(resp.Usage.InputTokens+resp.Usage.OutputTokens))
+	}
+	hold.settle(resp)
+}
+
+// priced adds the usage's cost, from the catalogue as the answering stored provider's overrides amend it.
+func priced(resp *Response, model string, u Usage) Usage {
+	if m, ok := catalog.LookupWith(resp.Provider, model, resp.models); ok && (m.InputPerMTok > 0 || m.OutputPerMTok > 0) {
+		u.CostUSD, u.CostKnown = catalog.Price(&m, u.InputTokens, u.OutputTokens), true
+	}
+	return u
 }
 
 // rateLimitHeaders records the x-ratelimit-* figures of the most constrained policy on the answer; routes
@@ -40,38 +66,8 @@ func rateLimitHeaders(adm *ratelimit.Admission, resp *Response) {
 	resp.RateLimit = RateLimitFigures{Limit: limit, Remaining: max(remaining, 0), Reset: reset, Set: true}
 }
 
-// answerUsage reads usage.total_tokens of a non-streamed answer (chat completion, text completion,
-// embeddings list or response object). ok is false when the answer carries no usage.
-func answerUsage(body []byte) (tokens int64, ok bool) {
-	if !bytes.Contains(body, []byte(`"usage"`)) {
-		return 0, false
-	}
-	var a struct {
-		Usage *answerUsageFields `json:"usage"`
-	}
-	if json.Unmarshal(body, &a) != nil || a.Usage == nil {
-		return 0, false
-	}
-	return a.Usage.total(), true
-}
-
-// answerUsageFields is the usage of a chat or text completion, an embeddings list, or a response object
-// (input_tokens, output_tokens).
-type answerUsageFields struct {
-	schema.Usage
-	InputTokens  int64 `json:"input_tokens"`
-	OutputTokens int64 `json:"output_tokens"`
-}
-
-func (u *answerUsageFields) total() int64 {
-	if t := u.Usage.Total(); t != 0 {
-		return t
-	}
-	return u.InputTokens + u.OutputTokens
-}
-
-// streamChunk is what the gateway reads of an OpenAI stream chunk (chat or text completion): the text of
-// its choices and its usage.
+// streamChunk is what output guardrails read of an OpenAI stream chunk (chat or text completion): the text of
+// its choices.
 type streamChunk struct {
 	Choices []struct {
 		Delta struct {
@@ -79,41 +75,29 @@ type streamChunk struct {
 		} `json:"delta"`
 		Text string `json:"text"`
 	} `json:"choices"`
-	Usage *schema.Usage `json:"usage"`
-	// Delta and Response are a responses event's: the text a response.output_text.delta adds, and the
-	// response object (its usage) of response.completed.
-	Delta    string `json:"delta"`
-	Response *struct {
-		Usage *answerUsageFields `json:"usage"`
-	} `json:"response"`
 }
 
 // text is the text choice i adds: a chat delta's content, or a text completion's text.
 func (c *streamChunk) text(i int) string { return c.Choices[i].Delta.Content + c.Choices[i].Text }
 
-// estimateTokens is the fallback count when a streamed answer reports no usage (OpenAI sends usage on streams
-// only when stream_options.include_usage asks for it): about four bytes of text a token, for the request
-// body and for the answer's text. Rough, but a tokens policy must not let unreported streams through free.
-func estimateTokens(requestBytes, answerTextBytes int) int64 {
-	return int64((requestBytes+3)/4 + (answerTextBytes+3)/4)
-}
-
 // usageStream passes a streamed answer through unchanged while it watches its events for usage (or, failing
-// that, measures the answer's text). When the stream is closed it reports the tokens once, whether the
-// stream ended normally or the caller went away: the provider counted them either way.
+// that, measures the answer's text). When the stream is closed it reports the usage once. It reads events by
+// scanning their bytes, without decoding them: it sits on every stream, so it must cost next to nothing a chunk.
+// A stream that reports no usage (OpenAI sends usage on streams only when stream_options.include_usage asks for
+// it) is estimated at catalog.BytesPerToken bytes a token, of the request body and of the answer's text: rough,
+// but a tokens policy or a budget must not let unreported streams through free.
 type usageStream struct {
 	src          io.ReadCloser
 	br           *bufio.Reader
 	line         []byte // the part of the current line not yet handed to the reader
-	usage        int64
-	seenUsage    bool
+	usage        Usage
 	textBytes    int
 	requestBytes int
-	report       func(tokens int64)
+	report       func(Usage)
 	once         sync.Once
 }
 
-func newUsageStream(src io.ReadCloser, requestBytes int, report func(tokens int64)) *usageStream {
+func newUsageStream(src io.ReadCloser, requestBytes int, report func(Usage)) *usageStream {
 	return &usageStream{src: src, br: bufio.NewReaderSize(src, 16<<10), requestBytes: requestBytes, report: report}
 }
 
@@ -136,39 +120,61 @@ func (u *usageStream) Read(p []byte) (int, error) {
 	return n, nil
 }
 
-// observe reads one whole line of the stream.
+var dataPrefix = []byte("data:")
+
+// observe reads one whole line of the stream: a chat or text completion chunk, or a responses event.
 func (u *usageStream) observe(line []byte) {
-	payload, ok := bytes.CutPrefix(line, []byte("data:"))
+	payload, ok := bytes.CutPrefix(line, dataPrefix)
 	if !ok {
 		return
 	}
-	payload = bytes.TrimSpace(payload)
-	if len(payload) == 0 || payload[0] != '{' {
+	if in, out, found := AnswerTokens(payload); found {
+		u.usage = Usage{InputTokens: in, OutputTokens: out, Known: true}
 		return
 	}
-	var chunk streamChunk
-	if json.Unmarshal(payload, &chunk) != nil {
-		return
+	if !u.usage.Known {
+		u.textBytes += textBytes(payload)
 	}
-	for i := range chunk.Choices {
-		u.textBytes += len(chunk.text(i))
+}
+
+// answerTextKeys hold the text an event adds: a chat delta's content, a text completion's text, a responses
+// event's delta, a tool call's arguments. A key is matched only as a key (followed by a colon): inside a JSON
+// string its quotes are escaped.
+var answerTextKeys = [...][]byte{[]byte(`"content":`), []byte(`"text":`), []byte(`"delta":`), []byte(`"arguments":`)}
+
+// textBytes sums the lengths of the string values of answerTextKeys in one event, escapes included.
+func textBytes(payload []byte) int {
+	n := 0
+	for _, key := range answerTextKeys {
+		for rest := payload; ; {
+			i := bytes.Index(rest, key)
+			if i < 0 {
+				break
+			}
+			rest = rest[i+len(key):]
+			j := jsonstr.SkipSpace(rest, 0)
+			if j >= len(rest) || rest[j] != '"' {
+				continue
+			}
+			end, err := jsonstr.ScanString(rest, j)
+			if err != nil {
+				break
+			}
+			n += end - j - 2
+			rest = rest[end:]
+		}
 	}
-	if chunk.Usage != nil {
-		u.usage, u.seenUsage = chunk.Usage.Total(), true
-	}
-	u.textBytes += len(chunk.Delta)
-	if r := chunk.Response; r != nil && r.Usage != nil {
-		u.usage, u.seenUsage = r.Usage.total(), true
-	}
+	return n
 }
 
 func (u *usageStream) Close() error {
 	u.once.Do(func() {
-		tokens := u.usage
-		if !u.seenUsage {
-			tokens = estimateTokens(u.requestBytes, u.textBytes)
+		usage := u.usage
+		if !usage.Known {
+			usage = Usage{InputTokens: int64(catalog.EstimateTokens(u.requestBytes)), OutputTokens: int64(catalog.EstimateTokens(u.textBytes)),
+				Known: true, Estimated: true}
 		}
-		u.report(tokens)
+		u.report(usage)
 	})
 	return u.src.Close()
 }

@@ -49,6 +49,7 @@ func Apply(st *storage.Store, f *File) (Result, error) {
 type Plane interface {
 	UpsertAPIKey(ctx context.Context, caller control.Caller, secret, name string, admin, organisationAdmin bool) (bool, error)
 	UpsertPolicy(ctx context.Context, caller control.Caller, pol *storage.RateLimitPolicy) (bool, error)
+	UpsertUsageLimit(ctx context.Context, caller control.Caller, pol *storage.UsageLimitPolicy) (bool, error)
 	UpsertPrompt(ctx context.Context, caller control.Caller, id, name string, versions []storage.PromptVersion) (bool, error)
 	UpsertGuardrail(ctx context.Context, caller control.Caller, id string, obj json.RawMessage) (bool, error)
 	UpsertPlugin(ctx context.Context, caller control.Caller, id string, wasm []byte) (bool, error)
@@ -143,6 +144,9 @@ func ApplyThrough(ctx context.Context, plane Plane, st *storage.Store, f *File, 
 	for _, x := range f.RateLimitPolicies {
 		resolve(x.Path, x.Workspace)
 	}
+	for _, x := range f.UsageLimits {
+		resolve(x.Path, x.Workspace)
+	}
 	for _, x := range f.Guardrails {
 		resolve(x.Path, x.Workspace)
 		dup(x.Path, "id", "guardrail id", x.ID)
@@ -212,6 +216,13 @@ func ApplyThrough(ctx context.Context, plane Plane, st *storage.Store, f *File, 
 	for _, x := range f.RateLimitPolicies {
 		changed, err := plane.UpsertPolicy(ctx, caller(x.Path), &storage.RateLimitPolicy{ID: x.ID, Type: x.Type, Unit: x.Unit,
 			Value: x.Value, Status: x.Status, Name: x.Name, Conditions: x.Conditions, GroupBy: x.GroupBy})
+		if err != nil {
+			return fail(x.Path, err)
+		}
+		res.count(changed)
+	}
+	for _, x := range f.UsageLimits {
+		changed, err := plane.UpsertUsageLimit(ctx, caller(x.Path), x.Policy)
 		if err != nil {
 			return fail(x.Path, err)
 		}

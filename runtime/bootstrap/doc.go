@@ -1,6 +1,6 @@
 // Package bootstrap reads, validates and applies the bootstrap file given with --bootstrap (GATEWAY_BOOTSTRAP):
-// workspaces, api_keys, providers, configs, prompts, rate_limit_policies, guardrails and plugins, in the JSON
-// shape of DESIGN.md's contract.
+// workspaces, api_keys, providers, configs, prompts, rate_limit_policies, usage_limit_policies, guardrails and
+// plugins, in the JSON shape of DESIGN.md's contract.
 //
 // Validation reports every problem at once, each with the JSON path of the entry and field that is wrong
 // (providers[0].custom_host: ...); unknown sections and unknown fields are errors. Apply is idempotent: an
@@ -8,7 +8,7 @@
 // name are left alone. An entry without "workspace" belongs to workspace "default", which is created if missing.
 //
 // Writes: workspaces, providers and configs are written to the store; the entries of the resources the control
-// plane owns (api_keys, rate_limit_policies, prompts, guardrails, plugins) go through its Upsert operations
+// plane owns (api_keys, rate_limit_policies, usage_limit_policies, prompts, guardrails, plugins) go through its Upsert operations
 // (control.Plane, through the Plane interface declared here: ApplyThrough takes cmd's, Apply and ApplyWith make
 // one over the store without a wasm engine), which own their validation, serialised writes and cache
 // invalidation. bootstrap imports control, never the reverse. Plugins are applied before guardrails, whose

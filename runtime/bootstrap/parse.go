@@ -31,6 +31,7 @@ type File struct {
 	Configs           []Config
 	Prompts           []Prompt
 	RateLimitPolicies []Policy
+	UsageLimits       []UsageLimit // "usage_limit_policies" (usagelimits.go)
 	Guardrails        []Guardrail
 	Plugins           []Plugin
 }
@@ -131,7 +132,7 @@ func Load(path string) (*File, error) {
 }
 
 // sections are the known top-level keys, in the order they are parsed and applied.
-var sections = []string{"workspaces", "api_keys", "providers", "configs", "prompts", "rate_limit_policies", "guardrails", "plugins"}
+var sections = []string{"workspaces", "api_keys", "providers", "configs", "prompts", "rate_limit_policies", "usage_limit_policies", "guardrails", "plugins"}
 
 // Parse parses and validates a bootstrap document. baseDir resolves relative plugin paths.
 func Parse(data []byte, baseDir string) (*File, error) {
@@ -184,6 +185,7 @@ func Parse(data []byte, baseDir string) (*File, error) {
 	each("configs", func(o *object) { f.Configs = append(f.Configs, parseConfig(o)) })
 	each("prompts", func(o *object) { f.Prompts = append(f.Prompts, parsePrompt(o)) })
 	each("rate_limit_policies", func(o *object) { f.RateLimitPolicies = append(f.RateLimitPolicies, parsePolicy(o)) })
+	each("usage_limit_policies", func(o *object) { f.UsageLimits = append(f.UsageLimits, parseUsageLimit(o)) })
 	each("guardrails", func(o *object) { f.Guardrails = append(f.Guardrails, parseGuardrail(o)) })
 	each("plugins", func(o *object) { f.Plugins = append(f.Plugins, parsePlugin(o, baseDir)) })
 	checkDuplicates(p, f)
@@ -449,6 +451,9 @@ func checkDuplicates(p *problems, f *File) {
 	}
 	for _, x := range f.RateLimitPolicies {
 		dup(x.Path+".id", "policy id", x.ID)
+	}
+	for _, x := range f.UsageLimits {
+		dup(x.Path+".id", "usage-limit policy id", x.Policy.ID)
 	}
 	for _, x := range f.Guardrails {
 		dup(x.Path+".id", "guardrail id in workspace "+x.Workspace, x.ID)

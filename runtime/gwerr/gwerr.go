@@ -19,6 +19,7 @@ const (
 	CodeRequestTimeout       = "request_timeout"
 	CodeRequestTooLarge      = "request_too_large"
 	CodeRateLimited          = "rate_limited"
+	CodeBudgetExceeded       = "budget_exceeded"
 	CodeHooksFailed          = "hooks_failed"
 	CodeInternal             = "internal"
 	CodeUpstream             = "upstream_error"
