@@ -58,18 +58,8 @@ type PolicyFilter struct {
 // ListPolicies returns the page of the caller's workspace's policies that match every filter, and how many
 // match in all.
 func (p *Plane) ListPolicies(_ context.Context, caller Caller, f PolicyFilter) (page []*storage.RateLimitPolicy, total int, err error) {
-	if f.Workspace != "" {
-		ws, err := p.store.Workspaces.Resolve(f.Workspace)
-		if err != nil && !errors.Is(err, storage.ErrNotFound) {
-			return nil, 0, gwerr.Internal(err)
-		}
-		// Another workspace's ID or slug answers exactly as an unknown one, so that nobody can learn which
-		// workspaces exist by probing names.
-		if ws == nil || ws.ID != caller.WorkspaceID {
-			ge := gwerr.NotFound("workspace", f.Workspace)
-			ge.Param = "workspace_id"
-			return nil, 0, ge
-		}
+	if err := p.checkWorkspaceFilter(caller, f.Workspace); err != nil {
+		return nil, 0, err
 	}
 	status := orActive(f.Status)
 	all, err := p.store.Policies.List(caller.WorkspaceID)
@@ -85,6 +75,26 @@ func (p *Plane) ListPolicies(_ context.Context, caller Caller, f PolicyFilter) (
 	sortPolicies(match)
 	lo, hi := pageBounds(len(match), f.PageSize, f.Page, f.Paged)
 	return match[lo:hi], len(match), nil
+}
+
+// checkWorkspaceFilter accepts a list's workspace_id filter when it is empty or names the caller's workspace
+// (by ID or slug).
+func (p *Plane) checkWorkspaceFilter(caller Caller, filter string) error {
+	if filter == "" {
+		return nil
+	}
+	ws, err := p.store.Workspaces.Resolve(filter)
+	if err != nil && !errors.Is(err, storage.ErrNotFound) {
+		return gwerr.Internal(err)
+	}
+	// Another workspace's ID or slug answers exactly as an unknown one, so that nobody can learn which
+	// workspaces exist by probing names.
+	if ws == nil || ws.ID != caller.WorkspaceID {
+		ge := gwerr.NotFound("workspace", filter)
+		ge.Param = "workspace_id"
+		return ge
+	}
+	return nil
 }
 
 func orActive(status string) string {

@@ -13,12 +13,13 @@ import (
 	"time"
 
 	"github.com/gofiber/fiber/v2"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/llmgw/gateway/runtime"
-	"github.com/llmgw/gateway/runtime/catalog"
 	"github.com/llmgw/gateway/runtime/gwerr"
 	"github.com/llmgw/gateway/runtime/providers"
 	"github.com/llmgw/gateway/runtime/schema"
+	"github.com/llmgw/gateway/tracing"
 )
 
 // inference serves POST /v1/chat/completions, /v1/completions and /v1/embeddings through the engine.
@@ -63,12 +64,19 @@ func (s *Server) run(c *fiber.Ctx, req *runtime.Request, wrap func(c *fiber.Ctx,
 	t := s.inflight.begin(c.UserContext(), c.Context().Conn())
 	req.Header = func(name string) string { return c.Get(name) }
 	req.Cancel = t.cancel
+	var span trace.Span // the request's server span when tracing is on (tracing.go)
+	if tracing.Enabled() {
+		span = traceRequest(c, &t, req)
+	}
 	resp, err := s.engine.Do(t.ctx, req)
 	req.Header = nil // c.Get must not be called once the handler has returned
 	s.inflight.unwatch(&t)
 	if err != nil || resp.Stream == nil {
 		if err != nil {
-			s.observe(t.ctx, start, req, nil, toGatewayError(c, err).Status, refusedByRateLimit(err))
+			s.observe(t.ctx, start, req, nil, toGatewayError(c, err).Status, refusedByRateLimit(err), streamTimes{})
+			if span != nil {
+				endTrace(span, nil, toGatewayError(c, err).Status, err)
+			}
 		}
 		s.inflight.end(t)
 		if t.ctx.Err() != nil && context.Cause(t.ctx) == errCallerGone {
@@ -80,7 +88,13 @@ func (s *Server) run(c *fiber.Ctx, req *runtime.Request, wrap func(c *fiber.Ctx,
 		if err != nil {
 			return err
 		}
+		if span != nil {
+			defer endTrace(span, resp, resp.Status, nil)
+		}
 		return s.send(c, req, resp, noCancel, wrap, start, t.ctx)
+	}
+	if span != nil {
+		traceStream(span, resp)
 	}
 	stream := t // a copy, so that only a streamed answer's entry escapes to the heap
 	return s.send(c, req, resp, func() { s.inflight.end(stream) }, wrap, start, stream.ctx)
@@ -111,11 +125,10 @@ func (s *Server) send(c *fiber.Ctx, req *runtime.Request, resp *runtime.Response
 	c.Status(resp.Status)
 	if resp.Stream == nil {
 		cancel()
-		if o := s.observe(ctx, start, req, resp, resp.Status, false); o.UsageKnown {
-			if usd, ok := catalog.Cost(o.Provider, o.Model, o.InputTokens, o.OutputTokens); ok {
-				var buf [32]byte
-				c.Response().Header.SetBytesV(HeaderCost, strconv.AppendFloat(buf[:0], usd, 'f', -1, 64))
-			}
+		s.observe(ctx, start, req, resp, resp.Status, false, streamTimes{})
+		if u := resp.Usage; u.CostKnown {
+			var buf [32]byte
+			c.Response().Header.SetBytesV(HeaderCost, strconv.AppendFloat(buf[:0], u.CostUSD, 'f', -1, 64))
 		}
 		if len(resp.Header.Values("Content-Type")) == 0 {
 			c.Set(fiber.HeaderContentType, fiber.MIMEApplicationJSON)
@@ -132,11 +145,17 @@ func (s *Server) send(c *fiber.Ctx, req *runtime.Request, resp *runtime.Response
 	upstream, log, trace := resp.Stream, s.log, req.TraceID
 	c.Context().SetBodyStreamWriter(func(w *bufio.Writer) {
 		defer cancel()
-		defer upstream.Close()
-		if err := copySSE(w, upstream); err != nil {
+		relayStart := time.Now()
+		first, err := copySSE(w, upstream)
+		if err != nil {
 			log.Warn("stream ended early", "trace_id", trace, "err", err)
 		}
-		s.observe(ctx, start, req, resp, resp.Status, false)
+		upstream.Close() // before observe: closing the stream settles its usage (resp.Usage)
+		times := streamTimes{relayed: time.Since(relayStart)}
+		if !first.IsZero() {
+			times.firstEvent = first.Sub(start)
+		}
+		s.observe(ctx, start, req, resp, resp.Status, false, times)
 	})
 	return nil
 }
@@ -150,20 +169,24 @@ var errCallerGone = errors.New("caller went away")
 
 // copySSE copies an upstream event stream to the caller event by event, flushing after each event so that
 // nothing waits in a buffer. When the upstream breaks mid-way the caller gets a final error event and no
-// [DONE]; when the caller goes away the copy stops (and the caller of copySSE closes the upstream).
-func copySSE(w *bufio.Writer, upstream io.Reader) error {
+// [DONE]; when the caller goes away the copy stops (and the caller of copySSE closes the upstream). first is
+// when the first line was read (zero when none was).
+func copySSE(w *bufio.Writer, upstream io.Reader) (first time.Time, err error) {
 	br := sseReaders.Get().(*bufio.Reader)
 	br.Reset(upstream)
 	defer func() { br.Reset(nil); sseReaders.Put(br) }()
 	for {
 		line, err := br.ReadSlice('\n')
 		if len(line) > 0 {
+			if first.IsZero() {
+				first = time.Now()
+			}
 			if _, werr := w.Write(line); werr != nil {
-				return errCallerGone
+				return first, errCallerGone
 			}
 			if len(bytes.TrimRight(line, "\r\n")) == 0 { // a blank line ends an event
 				if w.Flush() != nil {
-					return errCallerGone
+					return first, errCallerGone
 				}
 			}
 		}
@@ -172,9 +195,9 @@ func copySSE(w *bufio.Writer, upstream io.Reader) error {
 			continue
 		case errors.Is(err, io.EOF):
 			if w.Flush() != nil {
-				return errCallerGone
+				return first, errCallerGone
 			}
-			return nil
+			return first, nil
 		default:
 			broke := &gwerr.Error{Status: fiber.StatusBadGateway, Code: gwerr.CodeUpstream, Message: "the provider's stream broke off: " + err.Error()}
 			event, _ := json.Marshal(broke.Body())
@@ -182,7 +205,7 @@ func copySSE(w *bufio.Writer, upstream io.Reader) error {
 			w.Write(event)
 			w.WriteString("\n\n")
 			w.Flush()
-			return err
+			return first, err
 		}
 	}
 }

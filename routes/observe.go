@@ -15,18 +15,24 @@ import (
 )
 
 // observe reports one inference request once its answer is sent (for a stream, once the stream ends): to the
-// metrics, and as one info line in the log. resp is nil when the engine failed; status is what the caller got.
-// It does not touch the fiber context, which a stream outlives. Its cost is part of BenchmarkChatCompletionGateway.
-func (s *Server) observe(ctx context.Context, start time.Time, req *runtime.Request, resp *runtime.Response, status int, rateLimited bool) metrics.Request {
+// metrics, and as one info line in the log. resp is nil when the engine failed; status is what the caller got;
+// st holds a stream's own timings (zero for a whole answer). It does not touch the fiber context, which a stream
+// outlives. Its cost is part of BenchmarkChatCompletionGateway.
+func (s *Server) observe(ctx context.Context, start time.Time, req *runtime.Request, resp *runtime.Response, status int, rateLimited bool, st streamTimes) metrics.Request {
 	r := metrics.Request{Endpoint: endpointLabel(req), Model: req.Body.Model(), Status: status,
 		Duration: time.Since(start), RateLimited: rateLimited}
 	var target string
 	if resp != nil {
-		r.Provider, r.CacheStatus, r.Retries, target = resp.Provider, resp.CacheStatus, resp.Retries, resp.OptionPath
-		if resp.Stream == nil && status >= 200 && status < 300 && resp.CacheStatus != runtime.CacheHit && resp.CacheStatus != runtime.CacheSemanticHit {
-			r.InputTokens, r.OutputTokens, r.UsageKnown = runtime.AnswerTokens(resp.Body)
+		r.Provider, r.CacheStatus, r.Retries, r.Fallbacks, target = resp.Provider, resp.CacheStatus, resp.Retries, resp.Fallbacks, resp.OptionPath
+		r.Upstream = resp.Upstream + st.relayed
+		if st.firstEvent > 0 {
+			r.FirstToken = st.firstEvent
+		}
+		if u := resp.Usage; u.Known {
+			r.InputTokens, r.OutputTokens, r.UsageKnown, r.CostUSD, r.CostKnown = u.InputTokens, u.OutputTokens, true, u.CostUSD, u.CostKnown
 		}
 	}
+	s.storeLog(start, req, resp, status, &r)
 	s.metrics.ObserveRequest(&r)
 	if !s.log.Enabled(ctx, slog.LevelInfo) {
 		return r
@@ -43,12 +49,20 @@ func (s *Server) observe(ctx context.Context, start time.Time, req *runtime.Requ
 		slog.String("model", r.Model),
 		slog.Int("status", status),
 		slog.Float64("latency_ms", float64(r.Duration.Microseconds())/1000),
+		slog.Float64("upstream_ms", float64(r.Upstream.Microseconds())/1000),
 		slog.String("target", target),
 		slog.String("cache_status", r.CacheStatus),
 		slog.Int("retries", r.Retries),
 		slog.Int64("input_tokens", r.InputTokens),
 		slog.Int64("output_tokens", r.OutputTokens))
 	return r
+}
+
+// streamTimes are a streamed answer's own timings: relayed is the time its events took to arrive and be sent
+// (the provider's time as much as the gateway's: it counts as upstream), firstEvent the time from the request's
+// arrival to its first event sent.
+type streamTimes struct {
+	relayed, firstEvent time.Duration
 }
 
 // endpointLabel is the endpoint's path without its slash ("chat/completions"); it does not allocate.

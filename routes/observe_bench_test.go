@@ -31,6 +31,6 @@ func benchObserve(b *testing.B, level slog.Level) {
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		f.srv.observe(ctx, start, req, resp, 200, false)
+		f.srv.observe(ctx, start, req, resp, 200, false, streamTimes{})
 	}
 }

@@ -174,3 +174,109 @@ func TestMetricsEndpointAuth(t *testing.T) {
 		})
 	}
 }
+
+// postStreamOf posts a streamed chat request for model to the upstream at upstreamBase and reads the whole answer.
+func (f *fixture) postStreamOf(t *testing.T, base, upstreamBase, model string) string {
+	t.Helper()
+	req, _ := http.NewRequest("POST", base+"/v1/chat/completions",
+		strings.NewReader(`{"model":"`+model+`","stream":true,"messages":[{"role":"user","content":"12345678"}]}`))
+	for k, v := range map[string]string{HeaderAPIKey: f.plain, "Content-Type": "application/json", HeaderProvider: "openai",
+		"Authorization": "Bearer sk", HeaderCustomHost: upstreamBase} {
+		req.Header.Set(k, v)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != 200 {
+		t.Fatalf("stream: %d %s", resp.StatusCode, body)
+	}
+	return string(body)
+}
+
+// TestMetricsOfStreams: a stream's tokens and cost are counted when it ends (reported usage, else an estimate),
+// with its time to first token and its upstream time.
+func TestMetricsOfStreams(t *testing.T) {
+	var logs bytes.Buffer
+	f := newFixture(t, Options{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	base, _ := f.serve(t)
+	const withUsage = "data: {\"id\":\"c1\",\"object\":\"chat.completion.chunk\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\"Hi\"}}]}\n\n" +
+		"data: {\"id\":\"c1\",\"object\":\"chat.completion.chunk\",\"choices\":[],\"usage\":{\"prompt_tokens\":20,\"completion_tokens\":30,\"total_tokens\":50}}\n\n" +
+		"data: [DONE]\n\n"
+	// No usage: 16 bytes of text in two chunks.
+	const withoutUsage = "data: {\"id\":\"c2\",\"object\":\"chat.completion.chunk\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\"abcdefgh\"}}]}\n\n" +
+		"data: {\"id\":\"c2\",\"object\":\"chat.completion.chunk\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\"ijklmnop\"}}]}\n\n" +
+		"data: [DONE]\n\n"
+	events := withUsage
+	up := newUpstream(t, func(w http.ResponseWriter, _ *http.Request, _ int64) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		io.WriteString(w, events)
+	})
+	if got := f.postStreamOf(t, base, up.URL+"/v1", "gpt-4o-mini"); got != withUsage {
+		t.Fatalf("stream changed on the way: %q", got)
+	}
+	events = withoutUsage
+	if got := f.postStreamOf(t, base, up.URL+"/v1", "gpt-4o"); got != withoutUsage {
+		t.Fatalf("stream changed on the way: %q", got)
+	}
+	reg := f.srv.Metrics().Registry()
+	// Estimated at 4 bytes a token: the request body, and the answer's 16 bytes of text (4 tokens).
+	reqTokens := float64((len(`{"model":"gpt-4o","stream":true,"messages":[{"role":"user","content":"12345678"}]}`) + 3) / 4)
+	tests := []struct {
+		metric string
+		labels map[string]string
+		want   float64
+	}{
+		{"gateway_tokens_total", map[string]string{"model": "gpt-4o-mini", "kind": "input"}, 20},
+		{"gateway_tokens_total", map[string]string{"model": "gpt-4o-mini", "kind": "output"}, 30},
+		{"gateway_cost_usd_total", map[string]string{"model": "gpt-4o-mini"}, (20*0.15 + 30*0.6) / 1e6},
+		{"gateway_tokens_total", map[string]string{"model": "gpt-4o", "kind": "input"}, reqTokens},
+		{"gateway_tokens_total", map[string]string{"model": "gpt-4o", "kind": "output"}, 4},
+		{"gateway_time_to_first_token_seconds", map[string]string{"provider": "openai"}, 2},
+		{"gateway_upstream_duration_seconds", map[string]string{"provider": "openai"}, 2},
+		{"gateway_overhead_duration_seconds", map[string]string{"endpoint": "chat/completions"}, 2},
+	}
+	for _, tc := range tests {
+		got, ok := metricValue(t, reg, tc.metric, tc.labels)
+		if !ok || math.Abs(got-tc.want) > 1e-12 {
+			t.Errorf("%s%v = %v (found %v), want %v", tc.metric, tc.labels, got, ok, tc.want)
+		}
+	}
+	if !strings.Contains(logs.String(), "input_tokens=20 output_tokens=30") {
+		t.Errorf("the stream's log line has no usage:\n%s", logs.String())
+	}
+}
+
+// TestMetricsOfRouting: fallbacks, retries and breakers as the engine reports them.
+func TestMetricsOfRouting(t *testing.T) {
+	f := newFixture(t, Options{})
+	failing := newUpstream(t, func(w http.ResponseWriter, _ *http.Request, _ int64) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(503)
+		io.WriteString(w, `{"error":{"message":"down","type":"server_error"}}`)
+	})
+	ok := newUpstream(t, nil)
+	cfg := fmt.Sprintf(`{"strategy":{"mode":"fallback"},"targets":[
+		{"provider":"openai","api_key":"sk","custom_host":%q,"cb_config":{"failure_threshold":1,"cooldown_interval":60000}},
+		{"provider":"openai","api_key":"sk","custom_host":%q}]}`, failing.URL+"/v1", ok.URL+"/v1")
+	for i := 0; i < 2; i++ { // the first falls back past the failure; the second past the open breaker
+		if a := f.chat(t, chatBody, HeaderConfig, cfg); a.status != 200 || a.header.Get(HeaderOptionIndex) != "config.targets[1]" {
+			t.Fatalf("request %d: %d %s %s", i, a.status, a.header.Get(HeaderOptionIndex), a.body)
+		}
+	}
+	if n := failing.calls.Load(); n != 1 {
+		t.Errorf("the failing target was called %d times, want 1 (its breaker opens after one failure)", n)
+	}
+	reg := f.srv.Metrics().Registry()
+	if v, _ := metricValue(t, reg, "gateway_fallbacks_total", nil); v != 2 {
+		t.Errorf("fallbacks = %v, want 2", v)
+	}
+	if v, found := metricValue(t, reg, "gateway_circuit_open", map[string]string{"target": "openai config.targets[0]"}); !found || v != 1 {
+		t.Errorf("circuit_open = %v (found %v), want 1", v, found)
+	}
+	if v, _ := metricValue(t, reg, "gateway_upstream_duration_seconds", map[string]string{"provider": "openai"}); v != 2 {
+		t.Errorf("upstream duration count = %v, want 2", v)
+	}
+}

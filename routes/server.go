@@ -13,6 +13,7 @@ import (
 	"github.com/llmgw/gateway/control"
 	"github.com/llmgw/gateway/guardrails"
 	"github.com/llmgw/gateway/metrics"
+	"github.com/llmgw/gateway/reqlog"
 	"github.com/llmgw/gateway/runtime"
 	"github.com/llmgw/gateway/runtime/providers"
 	"github.com/llmgw/gateway/storage"
@@ -48,6 +49,8 @@ type Options struct {
 	// Metrics receives one report per inference request and is served on GET /metrics (organisation admin
 	// keys). Nil: New builds one; Server.Metrics returns it, for a separate metrics listener.
 	Metrics *metrics.Metrics
+	// Logs receives one stored log entry per inference request (storeLog, logs.go). Nil: no stored logs.
+	Logs *reqlog.Writer
 }
 
 // Server is the gateway's HTTP front: the fiber app with its middleware and routes.
@@ -61,6 +64,7 @@ type Server struct {
 	plane        *control.Plane // management operations: handlers of the admin API decode, call it and encode
 	pluginChecks guardrails.PluginChecks
 	metrics      *metrics.Metrics
+	logs         *reqlog.Writer // Options.Logs
 
 	inflight inflight // inference requests being served, with their contexts
 }
@@ -87,6 +91,7 @@ func New(store *storage.Store, engine *runtime.Engine, opts Options) *Server {
 	}
 	s := &Server{store: store, engine: engine, log: opts.Logger, accessLogs: opts.AccessLog, plane: opts.Plane,
 		pluginChecks: opts.PluginChecks, metrics: opts.Metrics}
+	s.logs = opts.Logs
 	s.inflight.init(opts.Logger)
 	s.app = fiber.New(fiber.Config{
 		AppName:               "gateway",
@@ -130,6 +135,7 @@ func (s *Server) routes() {
 	v1.Get("/policies/rate-limits/:id", s.getPolicy)
 	v1.Put("/policies/rate-limits/:id", s.updatePolicy)
 	v1.Delete("/policies/rate-limits/:id", s.deletePolicy)
+	s.usageLimitRoutes(v1) // usagelimits.go: /policies/usage-limits
 
 	v1.Get("/prompts", s.listPrompts)
 	v1.Post("/prompts", s.createPrompt)
@@ -144,6 +150,9 @@ func (s *Server) routes() {
 	v1.Put("/plugins/:id", s.putPlugin)
 	v1.Get("/plugins/:id", adminOne("id", s.plane.GetPlugin, viewPlugin))
 	v1.Delete("/plugins/:id", s.deletePlugin)
+
+	v1.Get("/logs", s.listLogs)   // logs.go
+	v1.Get("/logs/:id", s.getLog) // logs.go
 
 	s.fileRoutes(v1)       // files.go
 	s.batchRoutes(v1)      // batches.go

@@ -13,6 +13,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/llmgw/gateway/metrics"
 	"github.com/llmgw/gateway/runtime"
 	"github.com/llmgw/gateway/storage"
 )
@@ -69,6 +70,12 @@ func newFixtureWith(t testing.TB, opts Options, engineOpts func(*storage.Store) 
 		eo = engineOpts(st)
 	}
 	eo.Logger = opts.Logger
+	if opts.Metrics == nil { // the engine reports breakers and verdicts to the server's metrics, as in main
+		opts.Metrics = metrics.New()
+	}
+	if eo.Observer == nil {
+		eo.Observer = opts.Metrics
+	}
 	f.srv = New(st, runtime.New(st, eo), opts)
 	return f
 }

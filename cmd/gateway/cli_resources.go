@@ -11,7 +11,7 @@ import (
 )
 
 // nouns are the resources of the admin API the CLI manages, in the order `gateway --help` lists them. Paths
-// and bodies are the routes' (routes/server.go); request logs have no endpoint yet, so there is no logs noun.
+// and bodies are the routes' (routes/server.go); logs is read-only (cli_logs.go).
 func nouns() []*noun {
 	return []*noun{
 		{name: "workspaces", short: "Workspaces (organisation admin)", path: "/v1/workspaces", arg: "ID-OR-SLUG",
@@ -68,6 +68,14 @@ func nouns() []*noun {
 				{verb: "put", one: true, fields: append(policyFields(), field{"status", kString, "active or archived"}),
 					example: "  gateway policies put ID --value 10\n  gateway policies put ID --status archived"},
 			}},
+		{name: "usage-limits", short: "Usage-limit policies (budgets)", path: "/v1/policies/usage-limits", arg: "ID",
+			cols: []string{"id", "name", "type", "credit_limit", "current_usage", "periodic_reset", "status"}, list: true, get: true, del: true,
+			listQuery: []query{{name: "status", usage: "active, exhausted or archived (default: all but archived)"}, {name: "type", usage: "cost or tokens"}},
+			writes: []write{
+				{verb: "create", fields: usageLimitFields(), example: "  gateway usage-limits create --type cost --credit-limit 100 --periodic-reset monthly --group-by '[{\"key\": \"api_key\"}]'"},
+				{verb: "update", one: true, fields: append(usageLimitFields(), field{"status", kString, "active or archived"}),
+					example: "  gateway usage-limits update ID --credit-limit 200\n  gateway usage-limits update ID --status archived"},
+			}},
 		{name: "files", short: "Files (batch input and results)", path: "/v1/files", arg: "ID", virtualKey: true,
 			cols: []string{"id", "filename", "purpose", "bytes", "created_at"}, list: true, get: true, del: true,
 			listQuery: []query{{name: "purpose", usage: "only files of this purpose"}, {name: "order", usage: "asc or desc"}},
@@ -80,6 +88,7 @@ func nouns() []*noun {
 				{"metadata", kJSON, "metadata (a JSON object of strings)"}},
 				example: "  gateway batches create --input-file-id file-... --endpoint /v1/chat/completions --completion-window 24h"}},
 			extra: batchCommands},
+		logsNoun(),
 	}
 }
 
@@ -95,6 +104,15 @@ func providerFields(withSlug bool) []field {
 func policyFields() []field {
 	return []field{{"id", kString, "its ID (a UUID; default: a new one)"}, {"name", kString, "a display name"},
 		{"type", kString, "requests or tokens"}, {"unit", kString, "rpm, rph or rpd"}, {"value", kNumber, "the limit"},
+		{"conditions", kJSON, `conditions (JSON), e.g. [{"key": "model", "value": "gpt-4o"}]`},
+		{"group_by", kJSON, `groups (JSON), e.g. [{"key": "api_key"}]`}}
+}
+
+func usageLimitFields() []field {
+	return []field{{"id", kString, "its ID (a UUID; default: a new one)"}, {"name", kString, "a display name"},
+		{"type", kString, "cost (USD) or tokens"}, {"credit_limit", kNumber, "the limit, in USD or tokens"},
+		{"alert_threshold", kNumber, "warn once a period when the spend reaches this"},
+		{"periodic_reset", kString, "monthly or weekly (default: never)"},
 		{"conditions", kJSON, `conditions (JSON), e.g. [{"key": "model", "value": "gpt-4o"}]`},
 		{"group_by", kJSON, `groups (JSON), e.g. [{"key": "api_key"}]`}}
 }

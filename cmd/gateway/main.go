@@ -20,7 +20,9 @@ import (
 
 	"github.com/llmgw/gateway/control"
 	"github.com/llmgw/gateway/guardrails"
+	"github.com/llmgw/gateway/metrics"
 	"github.com/llmgw/gateway/plugins"
+	"github.com/llmgw/gateway/reqlog"
 	"github.com/llmgw/gateway/routes"
 	"github.com/llmgw/gateway/runtime"
 	"github.com/llmgw/gateway/runtime/batch"
@@ -35,6 +37,7 @@ import (
 	_ "github.com/llmgw/gateway/runtime/providers/openai"
 	_ "github.com/llmgw/gateway/runtime/providers/vertex"
 	"github.com/llmgw/gateway/storage"
+	"github.com/llmgw/gateway/tracing"
 )
 
 func main() {
@@ -67,6 +70,17 @@ func run(ctx context.Context, stopSignals func(), args []string, getenv func(str
 		return err
 	}
 	log := newLogger(cfg, stderr)
+	stopTracing, err := tracing.Setup(ctx, log) // the OTEL_* variables; off without an endpoint
+	if err != nil {
+		return err
+	}
+	defer func() { // runs last: the spans of the drained requests are flushed, within a bound of their own
+		flush, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		if err := stopTracing(flush); err != nil {
+			log.Warn("spans not all exported", "err", err)
+		}
+	}()
 
 	master, err := masterKey(cfg.dataDir, getenv, log)
 	if err != nil {
@@ -87,9 +101,12 @@ func run(ctx context.Context, stopSignals func(), args []string, getenv func(str
 	if err != nil {
 		return err
 	}
+	// One set of metrics, which the engine, the plugins and the server all report to.
+	meters := metrics.New()
 	// The engine comes before the bootstrap file, which loads its plugins before storing them.
 	wasm, err := plugins.New(plugins.Options{CacheDir: filepath.Join(cfg.dataDir, "wasm-cache"), Logger: log,
-		PluginsPerWorkspace: cfg.pluginsPerWorkspace, MemoryPerWorkspace: int64(cfg.pluginMemoryPerWorkspace)})
+		PluginsPerWorkspace: cfg.pluginsPerWorkspace, MemoryPerWorkspace: int64(cfg.pluginMemoryPerWorkspace),
+		OnCall: meters.PluginCall})
 	if err != nil {
 		return fmt.Errorf("plugin engine: %w", err)
 	}
@@ -116,9 +133,18 @@ func run(ctx context.Context, stopSignals func(), args []string, getenv func(str
 	// The limiter saves its counters every second and on Close, which must come before the store closes.
 	limiter := ratelimit.New(store, ratelimit.Options{Logger: log})
 	defer limiter.Close()
+	// Budgets save their spend the same way; Close after the server drained, before the store closes.
+	budgets := ratelimit.NewBudgets(store, ratelimit.BudgetOptions{Logger: log,
+		OnAlert: func(string) { meters.BudgetAlert() }, OnExceeded: func(string) { meters.BudgetExceeded() }})
+	defer budgets.Close()
+	// Request logs are written in the background; Close writes what is queued, once the server has drained
+	// and before the store closes.
+	logs := reqlog.New(store.Logs, reqlog.Options{Retention: cfg.logRetention, Bodies: cfg.logBodies, Logger: log,
+		OnDrop: meters.LogEntriesDropped})
+	defer logs.Close()
 	engine := runtime.New(store, runtime.Options{HostPolicy: &cfg.hosts, Logger: log,
-		PluginChecks: pluginChecks, PluginCondition: wasm.Condition, RateLimiter: limiter,
-		CheckErrorsFail: cfg.checkErrorsFail,
+		PluginChecks: pluginChecks, PluginCondition: wasm.Condition, RateLimiter: limiter, Budgets: budgets,
+		CheckErrorsFail: cfg.checkErrorsFail, Observer: meters,
 		RequestDeadline: cfg.requestDeadline, MaxUpstreamAttempts: cfg.maxUpstreamAttempts})
 	// One client of the providers' management APIs, so that its per-file locks cover every caller.
 	mgmt := upstream.New(store, engine, log).WithFileLimit(cfg.fileLimit)
@@ -130,7 +156,7 @@ func run(ctx context.Context, stopSignals func(), args []string, getenv func(str
 	plane := control.New(store, engine, control.Options{Plugins: wasm, PluginChecks: pluginChecks, Logger: log, Upstream: mgmt,
 		FileLimit: cfg.fileLimit, Batches: batches})
 	server := routes.New(store, engine, routes.Options{BodyLimit: cfg.bodyLimit, Logger: log,
-		AccessLog: cfg.logLevel <= slog.LevelDebug, Plugins: wasm, PluginChecks: pluginChecks, Plane: plane})
+		AccessLog: cfg.logLevel <= slog.LevelDebug, Plugins: wasm, PluginChecks: pluginChecks, Plane: plane, Metrics: meters, Logs: logs})
 	if !initialized {
 		// The bootstrap file is applied by now: Initialize makes a key only when it left no admin key.
 		secret, err := store.Initialize()
@@ -214,8 +240,12 @@ func run(ctx context.Context, stopSignals func(), args []string, getenv func(str
 	stopBackground()
 	backgroundWork.Wait()
 	batches.Stop() // lines in flight are dropped without a result: they run again at the next start
+	logs.Close()
 	if err := limiter.Close(); err != nil {
 		log.Warn("rate-limit counters not all saved", "err", err)
+	}
+	if err := budgets.Close(); err != nil {
+		log.Warn("budget spend not all saved", "err", err)
 	}
 	if err := store.Close(); err != nil {
 		return fmt.Errorf("close store: %w", err)

@@ -45,6 +45,9 @@ type settings struct {
 	fileLimit int64
 	// batchConcurrency is how many lines of one batch run at once.
 	batchConcurrency int
+	// logRetention is how long stored request logs are kept; logBodies keeps their request and response bodies.
+	logRetention time.Duration
+	logBodies    bool
 }
 
 const usageHeader = `gateway: an OpenAI-compatible model gateway.
@@ -87,6 +90,11 @@ func parseSettings(args []string, getenv func(string) string, stderr io.Writer) 
 	pluginMemory := fs.String("plugin-memory-per-workspace", env("GATEWAY_PLUGIN_MEMORY_PER_WORKSPACE", "1GiB"), "wasm memory one workspace's plugin instances may use together [GATEWAY_PLUGIN_MEMORY_PER_WORKSPACE]")
 	fileLimit := fs.String("file-limit", env("GATEWAY_FILE_LIMIT", "512MiB"), "largest file an upload to /v1/files may store [GATEWAY_FILE_LIMIT]")
 	batchConcurrency := fs.String("batch-concurrency", env("GATEWAY_BATCH_CONCURRENCY", "8"), "how many lines of one batch run at once [GATEWAY_BATCH_CONCURRENCY]")
+	logRetention := fs.String("log-retention", env("GATEWAY_LOG_RETENTION", "7d"), "how long stored request logs (GET /v1/logs) are kept: a duration such as 72h, or days such as 7d [GATEWAY_LOG_RETENTION]")
+	// A bool flag, so that a bare --log-bodies turns it on; the environment gives its default.
+	logBodiesEnv := env("GATEWAY_LOG_BODIES", "false")
+	logBodiesDefault, logBodiesEnvErr := strconv.ParseBool(logBodiesEnv)
+	logBodies := fs.Bool("log-bodies", logBodiesDefault, "store each request's and answer's body with its log entry (GET /v1/logs/{id}); never headers or credentials [GATEWAY_LOG_BODIES]")
 	checkErrors := fs.String("check-errors", env("GATEWAY_CHECK_ERRORS", "pass"), "pass or fail: what a check that errors counts as when its parameters do not say failOnError [GATEWAY_CHECK_ERRORS]")
 	fs.Usage = func() {
 		fmt.Fprint(stderr, usageHeader)
@@ -148,6 +156,13 @@ func parseSettings(args []string, getenv func(string) string, stderr io.Writer) 
 	if s.batchConcurrency, err = strconv.Atoi(*batchConcurrency); err != nil || s.batchConcurrency < 1 || s.batchConcurrency > 1000 {
 		errs = append(errs, fmt.Errorf("--batch-concurrency (GATEWAY_BATCH_CONCURRENCY): %q is not a whole number from 1 to 1000", *batchConcurrency))
 	}
+	if s.logRetention, err = parseRetention(*logRetention); err != nil {
+		errs = append(errs, fmt.Errorf("--log-retention (GATEWAY_LOG_RETENTION): %w", err))
+	}
+	s.logBodies = *logBodies
+	if logBodiesEnvErr != nil {
+		errs = append(errs, fmt.Errorf("--log-bodies (GATEWAY_LOG_BODIES): %q is not true or false", logBodiesEnv))
+	}
 	switch *checkErrors {
 	case "pass":
 	case "fail":
@@ -163,6 +178,20 @@ func parseSettings(args []string, getenv func(string) string, stderr io.Writer) 
 		errs = append(errs, fmt.Errorf("--log-format (GATEWAY_LOG_FORMAT): %q is not text or json", *logFormat))
 	}
 	return s, errors.Join(errs...)
+}
+
+// parseRetention reads a positive duration: Go's (72h, 90m) or a whole number of days (7d).
+func parseRetention(s string) (time.Duration, error) {
+	s = strings.TrimSpace(s)
+	if days, ok := strings.CutSuffix(s, "d"); ok {
+		n, err := strconv.Atoi(days)
+		if err == nil && n > 0 && n <= 100*365 {
+			return time.Duration(n) * 24 * time.Hour, nil
+		}
+	} else if d, err := time.ParseDuration(s); err == nil && d > 0 {
+		return d, nil
+	}
+	return 0, fmt.Errorf("%q is not a positive duration such as 7d or 72h", s)
 }
 
 // parseSize reads a byte count: a whole number, optionally with a unit (B, KiB, MiB, GiB, KB, MB, GB).

@@ -64,6 +64,17 @@ func TestParseSettings(t *testing.T) {
 			wantErr: []string{"--request-deadline (GATEWAY_REQUEST_DEADLINE)", "--max-upstream-attempts (GATEWAY_MAX_UPSTREAM_ATTEMPTS)",
 				"--plugins-per-workspace (GATEWAY_PLUGINS_PER_WORKSPACE)", "--plugin-memory-per-workspace (GATEWAY_PLUGIN_MEMORY_PER_WORKSPACE)",
 				"--check-errors (GATEWAY_CHECK_ERRORS)"}},
+		{name: "log retention in days, bodies from the environment", args: []string{"--log-retention", "30d"}, env: env("GATEWAY_LOG_BODIES", "true"),
+			want: settings{listen: "127.0.0.1:8787", dataDir: "./data", bodyLimit: 32 << 20, grace: 30 * time.Second, logLevel: slog.LevelInfo,
+				logRetention: 30 * 24 * time.Hour, logBodies: true}},
+		{name: "log retention as a duration", args: []string{"--log-bodies", "--log-retention", "36h"}, env: env("GATEWAY_LOG_RETENTION", "1d"),
+			want: settings{listen: "127.0.0.1:8787", dataDir: "./data", bodyLimit: 32 << 20, grace: 30 * time.Second, logLevel: slog.LevelInfo,
+				logRetention: 36 * time.Hour, logBodies: true}},
+		{name: "bad log settings", args: []string{"--log-retention", "0d"}, env: env("GATEWAY_LOG_BODIES", "sometimes"),
+			wantErr: []string{"--log-retention (GATEWAY_LOG_RETENTION)", "--log-bodies (GATEWAY_LOG_BODIES)"}},
+		{name: "negative log retention", args: []string{"--log-retention", "-5h"}, env: env(), wantErr: []string{"--log-retention"}},
+		{name: "zero log retention", args: []string{"--log-retention", "0"}, env: env(), wantErr: []string{"--log-retention"}},
+		{name: "log retention without a unit", args: []string{"--log-retention", "7"}, env: env(), wantErr: []string{"--log-retention"}},
 		{name: "empty listen", args: []string{"--listen", ""}, env: env(), wantErr: []string{"--listen"}},
 		{name: "stray argument", args: []string{"serve"}, env: env(), wantErr: []string{`"serve"`}},
 		{name: "unknown flag", args: []string{"--port", "1"}, env: env(), wantErr: []string{"port"}},
@@ -112,6 +123,9 @@ func withLimitDefaults(s settings) settings {
 	}
 	if s.batchConcurrency == 0 {
 		s.batchConcurrency = 8
+	}
+	if s.logRetention == 0 {
+		s.logRetention = 7 * 24 * time.Hour
 	}
 	return s
 }

@@ -1,0 +1,127 @@
+package control
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/llmgw/gateway/runtime/gwerr"
+	"github.com/llmgw/gateway/storage"
+)
+
+// Request logs (GET /v1/logs): reads of the entries package reqlog writes. An admin key reads its own
+// workspace's; an organisation admin key reads every workspace's and may choose one (routes decides which
+// caller is which: LogFilter.AllWorkspaces, GetAnyLog).
+
+// LogFilter is a query of the request log, as GET /v1/logs takes it.
+type LogFilter struct {
+	// AllWorkspaces lets the query read every workspace (organisation admins); WorkspaceID (an ID or slug)
+	// then picks one. Without it the caller's workspace is read, and a WorkspaceID must name that one.
+	AllWorkspaces bool
+	WorkspaceID   string
+
+	TraceID  string
+	Status   int // 0: any; else 100 to 599
+	Provider string
+	Model    string
+	// From and To bound created_at, both included (Unix seconds; zero: unbounded).
+	From, To time.Time
+	Metadata map[string]string // each must match
+	After    string            // a log ID: the entries older than it
+	Limit    int               // 1 to MaxPageLimit; 0: DefaultPageLimit
+}
+
+// Bounds of a LogFilter's values.
+const (
+	MaxLogMetadataFilters = 16
+	maxLogFilterValue     = 512
+)
+
+// LogPage is one page of the request log, newest first. When HasMore, Next is the after of the next page.
+type LogPage = storage.LogPage
+
+// ListLogs returns a page of the request log that f selects, newest first. The scan behind a page is bounded
+// (storage.DefaultLogMaxScan entries): a page may be short, with HasMore and a Next to go on from.
+func (p *Plane) ListLogs(_ context.Context, caller Caller, f LogFilter) (*LogPage, error) {
+	q, err := p.logQuery(caller, f)
+	if err != nil {
+		return nil, err
+	}
+	page, err := p.store.Logs.List(q)
+	if err != nil {
+		return nil, gwerr.Internal(err)
+	}
+	return page, nil
+}
+
+func (p *Plane) logQuery(caller Caller, f LogFilter) (storage.LogQuery, error) {
+	q := storage.LogQuery{WorkspaceID: caller.WorkspaceID, TraceID: f.TraceID, Status: f.Status, Provider: f.Provider,
+		Model: f.Model, From: f.From, To: f.To, Metadata: f.Metadata, After: f.After, Limit: f.Limit}
+	if f.AllWorkspaces {
+		q.WorkspaceID = ""
+	}
+	if f.WorkspaceID != "" {
+		ws, err := p.store.Workspaces.Resolve(f.WorkspaceID)
+		if errors.Is(err, storage.ErrNotFound) {
+			return q, gwerr.NotFound("workspace", f.WorkspaceID)
+		}
+		if err != nil {
+			return q, gwerr.Internal(err)
+		}
+		if !f.AllWorkspaces && ws.ID != caller.WorkspaceID {
+			return q, gwerr.Forbidden("workspace_id: reading another workspace's logs needs an organisation admin API key")
+		}
+		q.WorkspaceID = ws.ID
+	}
+	if f.Status != 0 && (f.Status < 100 || f.Status > 599) {
+		return q, gwerr.BadRequest("status", "status must be an HTTP status from 100 to 599, not %d", f.Status)
+	}
+	if f.Limit < 0 || f.Limit > MaxPageLimit {
+		return q, gwerr.BadRequest("limit", "limit must be from 1 to %d, not %d", MaxPageLimit, f.Limit)
+	}
+	if f.After != "" && !storage.ValidLogID(f.After) {
+		return q, gwerr.BadRequest("after", "after must be a log ID (log_...), not %q", f.After)
+	}
+	if !f.From.IsZero() && !f.To.IsZero() && f.To.Before(f.From) {
+		return q, gwerr.BadRequest("to", "to (%d) is before from (%d)", f.To.Unix(), f.From.Unix())
+	}
+	if len(f.Metadata) > MaxLogMetadataFilters {
+		return q, gwerr.BadRequest("metadata", "at most %d metadata filters, not %d", MaxLogMetadataFilters, len(f.Metadata))
+	}
+	for name, v := range map[string]string{"trace_id": f.TraceID, "provider": f.Provider, "model": f.Model} {
+		if len(v) > maxLogFilterValue {
+			return q, gwerr.BadRequest(name, "%s must be at most %d bytes", name, maxLogFilterValue)
+		}
+	}
+	for k, v := range f.Metadata {
+		if k == "" || len(k)+len(v) > maxLogFilterValue {
+			return q, gwerr.BadRequest("metadata."+k, "a metadata filter needs a key, and key and value of at most %d bytes together", maxLogFilterValue)
+		}
+	}
+	return q, nil
+}
+
+// GetLog returns the caller's workspace's log entry id with its bodies, when they were stored; another
+// workspace's entry is a 404.
+func (p *Plane) GetLog(_ context.Context, caller Caller, id string) (*storage.LogEntry, error) {
+	return p.getLog(caller.WorkspaceID, id)
+}
+
+// GetAnyLog is GetLog over every workspace, for organisation admins.
+func (p *Plane) GetAnyLog(_ context.Context, _ Caller, id string) (*storage.LogEntry, error) {
+	return p.getLog("", id)
+}
+
+func (p *Plane) getLog(workspaceID, id string) (*storage.LogEntry, error) {
+	e, err := p.store.Logs.Get(workspaceID, id)
+	if errors.Is(err, storage.ErrNotFound) {
+		return nil, gwerr.NotFound("log", id)
+	}
+	if err != nil {
+		return nil, gwerr.Internal(err)
+	}
+	if err := p.store.Logs.GetBodies(e); err != nil {
+		return nil, gwerr.Internal(err)
+	}
+	return e, nil
+}

@@ -1,0 +1,134 @@
+package routes
+
+import (
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+
+	"github.com/llmgw/gateway/control"
+	"github.com/llmgw/gateway/metrics"
+	"github.com/llmgw/gateway/reqlog"
+	"github.com/llmgw/gateway/runtime"
+	"github.com/llmgw/gateway/runtime/gwerr"
+	"github.com/llmgw/gateway/storage"
+)
+
+// The request log: every inference request is handed to the log writer when it is reported (storeLog, from
+// observe), and read back at GET /v1/logs and GET /v1/logs/{id}. Admin keys read their workspace's entries,
+// organisation admin keys every workspace's; the reads are control.Plane's (control/logs.go), the entry's JSON
+// view storage.LogEntry's.
+
+// storeLog hands the request's log entry to the log writer (nil: no stored logs). r is the request as observe
+// reported it to the metrics. The request body is the caller's own (never a header: no Authorization, gateway
+// key or x-gateway-config is stored); the response body is a whole answer's only, a stream's is not kept. The
+// writer drops both unless --log-bodies is on.
+func (s *Server) storeLog(start time.Time, req *runtime.Request, resp *runtime.Response, status int, r *metrics.Request) {
+	if s.logs == nil || req.Key == nil {
+		return
+	}
+	e := &reqlog.Entry{TraceID: req.TraceID, CreatedAt: start, WorkspaceID: req.Key.WorkspaceID, Endpoint: r.Endpoint,
+		Provider: r.Provider, Model: r.Model, Status: status, Latency: r.Duration, Retries: r.Retries,
+		CacheStatus: r.CacheStatus, Metadata: req.Metadata, Request: req.Body.Raw()}
+	if resp != nil {
+		e.Target, e.UpstreamLatency = resp.OptionPath, r.Upstream
+		u := resp.Usage
+		e.Usage = storage.LogUsage{InputTokens: u.InputTokens, OutputTokens: u.OutputTokens, Known: u.Known, Estimated: u.Estimated}
+		e.CostUSD, e.CostKnown = u.CostUSD, u.CostKnown
+		if resp.Stream == nil {
+			e.Response = resp.Body
+		}
+	}
+	s.logs.Record(e)
+}
+
+// logList is the answer of GET /v1/logs: a cursor list, and, when has_more, next_after, the after of the next
+// page (the last entry's ID, or the last one read when the scan's bound ended a short page).
+type logList struct {
+	Object    string              `json:"object"`
+	Data      []*storage.LogEntry `json:"data"`
+	HasMore   bool                `json:"has_more"`
+	NextAfter string              `json:"next_after,omitempty"`
+}
+
+// listLogs answers GET /v1/logs: newest first, filtered by trace_id, status, provider, model, from, to (Unix
+// seconds), metadata.<key> and, for organisation admins, workspace_id; limit 1 to 100 (default 20), after a log ID.
+func (s *Server) listLogs(c *fiber.Ctx) error {
+	key, err := requireAdmin(c)
+	if err != nil {
+		return err
+	}
+	f, err := logFilter(c)
+	if err != nil {
+		return err
+	}
+	f.AllWorkspaces = key.OrganisationAdmin
+	page, err := s.plane.ListLogs(c.UserContext(), callerOf(c), f)
+	if err != nil {
+		return err
+	}
+	return c.JSON(logList{Object: "list", Data: page.Entries, HasMore: page.HasMore, NextAfter: page.Next})
+}
+
+// logFilter reads GET /v1/logs's query; the control plane checks the values' ranges.
+func logFilter(c *fiber.Ctx) (control.LogFilter, error) {
+	pg, err := cursorPage(c)
+	if err != nil {
+		return control.LogFilter{}, err
+	}
+	f := control.LogFilter{Limit: pg.Limit, After: pg.After, WorkspaceID: strings.Clone(c.Query("workspace_id")),
+		TraceID: strings.Clone(c.Query("trace_id")), Provider: strings.Clone(c.Query("provider")), Model: strings.Clone(c.Query("model"))}
+	if raw := c.Query("status"); raw != "" {
+		n, err := strconv.Atoi(raw)
+		if err != nil || n < 100 || n > 599 {
+			return f, gwerr.BadRequest("status", "status must be an HTTP status from 100 to 599, not %q", raw)
+		}
+		f.Status = n
+	}
+	for _, b := range []struct {
+		name string
+		t    *time.Time
+	}{{"from", &f.From}, {"to", &f.To}} {
+		if raw := c.Query(b.name); raw != "" {
+			n, err := strconv.ParseInt(raw, 10, 64)
+			if err != nil || n < 0 || n > 1<<40 {
+				return f, gwerr.BadRequest(b.name, "%s must be a time in Unix seconds, not %q", b.name, raw)
+			}
+			*b.t = time.Unix(n, 0)
+		}
+	}
+	var bad error
+	c.Context().QueryArgs().VisitAll(func(k, v []byte) {
+		name, ok := strings.CutPrefix(string(k), "metadata.")
+		if !ok || bad != nil {
+			return
+		}
+		if f.Metadata == nil {
+			f.Metadata = map[string]string{}
+		}
+		if _, dup := f.Metadata[name]; dup || len(f.Metadata) == control.MaxLogMetadataFilters {
+			bad = gwerr.BadRequest("metadata."+name, "give each metadata key once, and at most %d of them", control.MaxLogMetadataFilters)
+		}
+		f.Metadata[name] = string(v)
+	})
+	return f, bad
+}
+
+// getLog answers GET /v1/logs/{id}: the entry, with its request and response when they were stored. An
+// organisation admin key reads any workspace's entry.
+func (s *Server) getLog(c *fiber.Ctx) error {
+	key, err := requireAdmin(c)
+	if err != nil {
+		return err
+	}
+	get := s.plane.GetLog
+	if key.OrganisationAdmin {
+		get = s.plane.GetAnyLog
+	}
+	e, err := get(c.UserContext(), callerOf(c), strings.Clone(c.Params("id")))
+	if err != nil {
+		return err
+	}
+	return c.JSON(e)
+}
