@@ -3,12 +3,14 @@ package routes
 import (
 	"bytes"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"testing"
 
 	"github.com/valyala/fasthttp"
 
+	"github.com/llmgw/gateway/reqlog"
 	"github.com/llmgw/gateway/runtime"
 	"github.com/llmgw/gateway/runtime/ratelimit"
 	"github.com/llmgw/gateway/storage"
@@ -119,6 +121,26 @@ func BenchmarkChatCompletionRateLimited(b *testing.B) {
 		WorkspaceID: f.ws.ID, Type: "requests", Unit: "rpm", Value: 1e12, Status: "active", GroupBy: []storage.PolicyGroup{{Key: "api_key"}}}); err != nil {
 		b.Fatal(err)
 	}
+	up := benchUpstream(b)
+	cfg := `{"strategy":{"mode":"fallback"},"targets":[{"provider":"openai","api_key":"sk","custom_host":"` + up.URL + `/v1"}]}`
+	runChat(b, f.srv.Handler().Handler(), HeaderAPIKey, f.plain, HeaderConfig, cfg)
+}
+
+// BenchmarkChatCompletionGatewayQuiet is BenchmarkChatCompletionGateway without the request's info log line
+// (--log-level warn), and BenchmarkChatCompletionGatewayLogged with it and a stored log entry: the difference
+// between the two is what request logging costs a request (metrics are on in both: they cannot be switched off).
+func BenchmarkChatCompletionGatewayQuiet(b *testing.B) {
+	f := newFixture(b, Options{Logger: slog.New(slog.NewTextHandler(io.Discard, &slog.HandlerOptions{Level: slog.LevelWarn}))})
+	up := benchUpstream(b)
+	cfg := `{"strategy":{"mode":"fallback"},"targets":[{"provider":"openai","api_key":"sk","custom_host":"` + up.URL + `/v1"}]}`
+	runChat(b, f.srv.Handler().Handler(), HeaderAPIKey, f.plain, HeaderConfig, cfg)
+}
+
+func BenchmarkChatCompletionGatewayLogged(b *testing.B) {
+	f := newFixture(b, Options{})
+	w := reqlog.New(f.store.Logs, reqlog.Options{})
+	defer w.Close()
+	f.srv.logs = w
 	up := benchUpstream(b)
 	cfg := `{"strategy":{"mode":"fallback"},"targets":[{"provider":"openai","api_key":"sk","custom_host":"` + up.URL + `/v1"}]}`
 	runChat(b, f.srv.Handler().Handler(), HeaderAPIKey, f.plain, HeaderConfig, cfg)

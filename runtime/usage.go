@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	"math"
 	"sync"
 
 	"github.com/llmgw/gateway/runtime/catalog"
@@ -48,10 +49,11 @@ func (e *Engine) reportUsage(adm *ratelimit.Admission, hold *budgetHold, resp *R
 	hold.settle(resp)
 }
 
-// priced adds the usage's cost, from the catalogue as the answering stored provider's overrides amend it.
+// priced adds the usage's cost, from the catalogue as the answering stored provider's overrides amend it,
+// rounded to a millionth of a cent so that headers and logs read 0.00000195, not 0.0000019499999999999995.
 func priced(resp *Response, model string, u Usage) Usage {
 	if m, ok := catalog.LookupWith(resp.Provider, model, resp.models); ok && (m.InputPerMTok > 0 || m.OutputPerMTok > 0) {
-		u.CostUSD, u.CostKnown = catalog.Price(&m, u.InputTokens, u.OutputTokens), true
+		u.CostUSD, u.CostKnown = math.Round(catalog.Price(&m, u.InputTokens, u.OutputTokens)*1e12)/1e12, true
 	}
 	return u
 }

@@ -75,7 +75,11 @@ func key(table string, parts ...string) []byte {
 	for _, p := range parts {
 		n += 1 + len(p)
 	}
-	b := make([]byte, 0, n)
+	return appendKey(make([]byte, 0, n), table, parts...)
+}
+
+// appendKey appends the key of table and parts to b, for writers that reuse one buffer across records.
+func appendKey(b []byte, table string, parts ...string) []byte {
 	b = append(b, table...)
 	for _, p := range parts {
 		b = append(b, '/')

@@ -9,6 +9,8 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -85,7 +87,6 @@ type logUsageJSON struct {
 
 type logEntryJSON struct {
 	ID                string            `json:"id"`
-	Object            string            `json:"object,omitempty"`
 	TraceID           string            `json:"trace_id"`
 	CreatedAt         int64             `json:"created_at"`
 	WorkspaceID       string            `json:"workspace_id"`
@@ -109,21 +110,102 @@ type logEntryJSON struct {
 
 // MarshalJSON writes the admin API's view of the entry.
 func (e *LogEntry) MarshalJSON() ([]byte, error) {
-	v := logEntryJSON{ID: e.ID, TraceID: e.TraceID, CreatedAt: e.CreatedAt.Unix(), WorkspaceID: e.WorkspaceID,
-		Endpoint: e.Endpoint, Provider: e.Provider, Model: e.Model, Status: e.Status,
-		LatencyMS: durationMS(e.Latency), UpstreamLatencyMS: durationMS(e.UpstreamLatency), Target: e.Target,
-		Retries: e.Retries, CacheStatus: e.CacheStatus, Metadata: e.Metadata,
-		Request: e.Request, RequestTruncated: e.RequestTruncated, Response: e.Response, ResponseTruncated: e.ResponseTruncated}
-	if v.Metadata == nil {
-		v.Metadata = map[string]string{}
+	return appendLogEntry(make([]byte, 0, 512+len(e.Request)+len(e.Response)), e, true), nil
+}
+
+// appendLogEntry appends the entry's JSON view (logEntryJSON's, as encoding/json would write it), with its
+// bodies when withBodies.
+func appendLogEntry(b []byte, e *LogEntry, withBodies bool) []byte {
+	b = append(b, `{"id":`...)
+	b = appendJSONString(b, e.ID)
+	b = append(b, `,"trace_id":`...)
+	b = appendJSONString(b, e.TraceID)
+	b = append(b, `,"created_at":`...)
+	b = strconv.AppendInt(b, e.CreatedAt.Unix(), 10)
+	b = append(b, `,"workspace_id":`...)
+	b = appendJSONString(b, e.WorkspaceID)
+	b = append(b, `,"endpoint":`...)
+	b = appendJSONString(b, e.Endpoint)
+	b = append(b, `,"provider":`...)
+	b = appendJSONString(b, e.Provider)
+	b = append(b, `,"model":`...)
+	b = appendJSONString(b, e.Model)
+	b = append(b, `,"status":`...)
+	b = strconv.AppendInt(b, int64(e.Status), 10)
+	b = append(b, `,"latency_ms":`...)
+	b = appendJSONFloat(b, durationMS(e.Latency))
+	b = append(b, `,"upstream_latency_ms":`...)
+	b = appendJSONFloat(b, durationMS(e.UpstreamLatency))
+	b = append(b, `,"target":`...)
+	b = appendJSONString(b, e.Target)
+	b = append(b, `,"retries":`...)
+	b = strconv.AppendInt(b, int64(e.Retries), 10)
+	b = append(b, `,"cache_status":`...)
+	b = appendJSONString(b, e.CacheStatus)
+	b = append(b, `,"usage":`...)
+	if u := e.Usage; u.Known {
+		b = append(b, `{"input_tokens":`...)
+		b = strconv.AppendInt(b, u.InputTokens, 10)
+		b = append(b, `,"output_tokens":`...)
+		b = strconv.AppendInt(b, u.OutputTokens, 10)
+		if u.Estimated {
+			b = append(b, `,"estimated":true`...)
+		}
+		b = append(b, '}')
+	} else {
+		b = append(b, "null"...)
 	}
-	if e.Usage.Known {
-		v.Usage = &logUsageJSON{InputTokens: e.Usage.InputTokens, OutputTokens: e.Usage.OutputTokens, Estimated: e.Usage.Estimated}
-	}
+	b = append(b, `,"cost_usd":`...)
 	if e.CostKnown {
-		v.CostUSD = &e.CostUSD
+		b = appendJSONFloat(b, e.CostUSD)
+	} else {
+		b = append(b, "null"...)
 	}
-	return json.Marshal(v)
+	b = append(b, `,"metadata":`...)
+	b = appendStringMap(b, e.Metadata)
+	if withBodies {
+		b = appendLogBodies(b, e)
+	}
+	return append(b, '}')
+}
+
+// appendLogBodies appends the members of the entry's bodies that are set, each after a comma.
+func appendLogBodies(b []byte, e *LogEntry) []byte {
+	if len(e.Request) > 0 {
+		b = append(b, `,"request":`...)
+		b = append(b, e.Request...)
+	}
+	if e.RequestTruncated {
+		b = append(b, `,"request_truncated":true`...)
+	}
+	if len(e.Response) > 0 {
+		b = append(b, `,"response":`...)
+		b = append(b, e.Response...)
+	}
+	if e.ResponseTruncated {
+		b = append(b, `,"response_truncated":true`...)
+	}
+	return b
+}
+
+// appendStringMap appends m as a JSON object with its keys sorted, as encoding/json writes maps.
+func appendStringMap(b []byte, m map[string]string) []byte {
+	b = append(b, '{')
+	var small [8]string
+	keys := small[:0]
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for i, k := range keys {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = appendJSONString(b, k)
+		b = append(b, ':')
+		b = appendJSONString(b, m[k])
+	}
+	return append(b, '}')
 }
 
 // UnmarshalJSON reads the view MarshalJSON writes. created_at has only seconds: a stored entry's CreatedAt
@@ -170,10 +252,15 @@ type LogStore struct{ s *Store }
 
 // logStamp is the key component of an entry made at t (see the key layout above).
 func logStamp(t time.Time, random []byte) string {
+	return string(appendLogStamp(nil, t, random))
+}
+
+// appendLogStamp appends logStamp's text to dst.
+func appendLogStamp(dst []byte, t time.Time, random []byte) []byte {
 	var b [logStampBytes]byte
 	binary.BigEndian.PutUint64(b[:8], invertedNanos(t))
 	copy(b[8:], random)
-	return logStampEncoding.EncodeToString(b[:])
+	return logStampEncoding.AppendEncode(dst, b[:])
 }
 
 func invertedNanos(t time.Time) uint64 {
@@ -218,6 +305,7 @@ func (ls *LogStore) Append(entries []*LogEntry) error {
 	b := ls.s.db.NewBatch()
 	defer b.Close()
 	var random [4]byte
+	var raw, k []byte // reused: the batch copies what it is given
 	for _, e := range entries {
 		if !ValidID(e.WorkspaceID) {
 			return fmt.Errorf("storage: log entry: invalid workspace ID %q", e.WorkspaceID)
@@ -228,24 +316,22 @@ func (ls *LogStore) Append(entries []*LogEntry) error {
 		stamp, ok := logStampOf(e.ID)
 		if !ok {
 			_, _ = rand.Read(random[:])
-			stamp = logStamp(e.CreatedAt, random[:])
-			e.ID = LogIDPrefix + stamp
+			var id [32]byte // the ID is made in one allocation, and the stamp is a part of it
+			e.ID = string(appendLogStamp(append(id[:0], LogIDPrefix...), e.CreatedAt, random[:]))
+			stamp = e.ID[len(LogIDPrefix):]
 		}
-		head := *e
-		head.Request, head.Response, head.RequestTruncated, head.ResponseTruncated = nil, nil, false, false
-		raw, err := json.Marshal(&head)
-		if err != nil {
-			return fmt.Errorf("storage: log entry %s: %w", e.ID, err)
-		}
-		_ = b.Set(key(tableLog, stamp), raw, nil)
-		_ = b.Set(key(tableLogWS, e.WorkspaceID, stamp), raw, nil)
+		raw = appendLogEntry(raw[:0], e, false)
+		k = appendKey(k[:0], tableLog, stamp)
+		_ = b.Set(k, raw, nil)
+		k = appendKey(k[:0], tableLogWS, e.WorkspaceID, stamp)
+		_ = b.Set(k, raw, nil)
 		if e.Request != nil || e.Response != nil {
-			bodies, err := json.Marshal(logBodies{Request: e.Request, RequestTruncated: e.RequestTruncated,
-				Response: e.Response, ResponseTruncated: e.ResponseTruncated})
-			if err != nil {
-				return fmt.Errorf("storage: log entry %s: bodies: %w", e.ID, err)
+			raw = append(appendLogBodies(append(raw[:0], '{'), e), '}')
+			if raw[1] == ',' { // the first member's comma
+				raw = append(raw[:1], raw[2:]...)
 			}
-			_ = b.Set(key(tableLogBody, stamp), bodies, nil)
+			k = appendKey(k[:0], tableLogBody, stamp)
+			_ = b.Set(k, raw, nil)
 		}
 	}
 	if err := b.Commit(pebble.NoSync); err != nil {

@@ -286,3 +286,46 @@ func BenchmarkLogsAppend(b *testing.B) {
 		}
 	}
 }
+
+// TestAppendLogEntryMatchesEncodingJSON: the hand encoder writes exactly what encoding/json writes of the view.
+func TestAppendLogEntryMatchesEncodingJSON(t *testing.T) {
+	entries := []*LogEntry{
+		{},
+		{ID: "log_x", TraceID: "t<&>\u2028\"\\\n\t\x01\x7f é 日本", CreatedAt: time.Unix(1795628432, 5), WorkspaceID: "w",
+			Endpoint: "chat/completions", Provider: "openai", Model: "gpt-4o-mini\xff", Status: 200,
+			Latency: 1757 * time.Microsecond, UpstreamLatency: 919 * time.Microsecond, Target: "config.targets[1]",
+			Retries: 2, CacheStatus: "MISS", Usage: LogUsage{InputTokens: 21, OutputTokens: 3, Known: true, Estimated: true},
+			CostUSD: 0.00000195, CostKnown: true, Metadata: map[string]string{"z": "1", "a": "\x00", "m": "<b>"},
+			Request: json.RawMessage(`{"model":"m"}`), Response: json.RawMessage(`"cut"`), ResponseTruncated: true},
+		{CostUSD: 5e-7, CostKnown: true, Usage: LogUsage{Known: true}, Latency: 3 * time.Hour, Metadata: map[string]string{}},
+		{CostUSD: 1e22, CostKnown: true, RequestTruncated: true, Request: json.RawMessage(`"x"`)},
+	}
+	for i, e := range entries {
+		v := logEntryJSON{ID: e.ID, TraceID: e.TraceID, CreatedAt: e.CreatedAt.Unix(), WorkspaceID: e.WorkspaceID,
+			Endpoint: e.Endpoint, Provider: e.Provider, Model: e.Model, Status: e.Status,
+			LatencyMS: durationMS(e.Latency), UpstreamLatencyMS: durationMS(e.UpstreamLatency), Target: e.Target,
+			Retries: e.Retries, CacheStatus: e.CacheStatus, Metadata: e.Metadata,
+			Request: e.Request, RequestTruncated: e.RequestTruncated, Response: e.Response, ResponseTruncated: e.ResponseTruncated}
+		if v.Metadata == nil {
+			v.Metadata = map[string]string{}
+		}
+		if e.Usage.Known {
+			v.Usage = &logUsageJSON{InputTokens: e.Usage.InputTokens, OutputTokens: e.Usage.OutputTokens, Estimated: e.Usage.Estimated}
+		}
+		if e.CostKnown {
+			v.CostUSD = &e.CostUSD
+		}
+		want, err := json.Marshal(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := appendLogEntry(nil, e, true); string(got) != string(want) {
+			t.Errorf("entry %d:\n got %s\nwant %s", i, got, want)
+		}
+	}
+	e := entries[1]
+	buf := make([]byte, 0, 4096)
+	if n := testing.AllocsPerRun(100, func() { buf = appendLogEntry(buf[:0], e, true) }); n != 0 {
+		t.Errorf("appendLogEntry allocates %v times", n)
+	}
+}
