@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/google/uuid"
 
@@ -72,7 +73,7 @@ func (p *Plane) ListPolicies(_ context.Context, caller Caller, f PolicyFilter) (
 			match = append(match, pol)
 		}
 	}
-	sortPolicies(match)
+	rateLimits.sort(match)
 	lo, hi := pageBounds(len(match), f.PageSize, f.Page, f.Paged)
 	return match[lo:hi], len(match), nil
 }
@@ -104,14 +105,14 @@ func orActive(status string) string {
 	return status
 }
 
-// sortPolicies orders policies by creation time, then id: a stable order for pages, oldest first, which a new
-// policy does not shuffle.
-func sortPolicies(list []*storage.RateLimitPolicy) {
-	slices.SortFunc(list, func(a, b *storage.RateLimitPolicy) int {
-		if c := a.CreatedAt.Compare(b.CreatedAt); c != 0 {
+// sort orders policies by creation time, then id: a stable order for pages, oldest first, which a new policy
+// does not shuffle.
+func (k *policyKind[T]) sort(list []*T) {
+	slices.SortFunc(list, func(a, b *T) int {
+		if c := k.created(a).Compare(k.created(b)); c != 0 {
 			return c
 		}
-		return strings.Compare(a.ID, b.ID)
+		return strings.Compare(k.id(a), k.id(b))
 	})
 }
 
@@ -135,7 +136,7 @@ func pageBounds(n, size, current int, sized bool) (lo, hi int) {
 // unknown as a missing one; a policy whose status is not status ("" means active) is 404 too, as SPEC.md's
 // status filter says.
 func (p *Plane) GetPolicy(_ context.Context, caller Caller, id, status string) (*storage.RateLimitPolicy, error) {
-	pol, err := p.findPolicy(caller.WorkspaceID, id)
+	pol, err := rateLimits.find(p, caller.WorkspaceID, id)
 	if err != nil {
 		return nil, err
 	}
@@ -149,17 +150,82 @@ func (p *Plane) GetPolicy(_ context.Context, caller Caller, id, status string) (
 // CreatePolicy makes a policy in the caller's workspace from a policy object's fields, with their id or a new
 // one.
 func (p *Plane) CreatePolicy(_ context.Context, caller Caller, fields map[string]json.RawMessage) (*storage.RateLimitPolicy, error) {
-	if err := checkPolicyFields(caller, fields); err != nil {
+	return rateLimits.create(p, caller, fields)
+}
+
+// UpdatePolicy changes the caller's workspace's policy id (a canonical UUID): the fields given replace the
+// stored ones ({"status": "archived"} archives the policy), a null resets a field to its default, and the
+// result is checked as a whole as a new policy would be.
+func (p *Plane) UpdatePolicy(_ context.Context, caller Caller, id string, fields map[string]json.RawMessage) (*storage.RateLimitPolicy, error) {
+	return rateLimits.update(p, caller, id, fields)
+}
+
+// DeletePolicy deletes the caller's workspace's policy id (a canonical UUID), which stops applying at once, and
+// returns the id it was stored under. Archiving (an update to status archived) keeps it for the record instead.
+func (p *Plane) DeletePolicy(_ context.Context, caller Caller, id string) (string, error) {
+	return rateLimits.delete(p, caller, id)
+}
+
+// policyKind is what the operations that rate-limit and usage-limit policies share need to know of one kind of
+// policy (T is its stored record): its store, its noun, and how a body is checked and stored. The operations are
+// written once, as its methods, so that both kinds follow the same rules (this file's decisions above).
+type policyKind[T any] struct {
+	noun  string // in messages and the log: "rate-limit policy"
+	store func(*storage.Store) policyStore[T]
+	// parse checks a policy object with the rules of its owner (ratelimit.ParsePolicy).
+	parse func(body []byte) (*T, error)
+	// readOnly are fields of the view that the gateway fills; a body's values for them are ignored.
+	readOnly []string
+	// fields are a record's fields as a body gives them: what an update merges into, what an upsert checks.
+	fields func(*T) map[string]any
+	// record is the stored form of a validated policy in workspace ws.
+	record func(id string, ws *storage.Workspace, checked *T) *T
+
+	id, status func(*T) string
+	created    func(*T) time.Time
+}
+
+// policyStore is a store of one kind of policy: storage's Policies or UsageLimits.
+type policyStore[T any] interface {
+	Get(workspaceID, id string) (*T, error)
+	List(workspaceID string) ([]*T, error)
+	Put(workspaceID, id string, v *T) (changed bool, err error)
+	Delete(workspaceID, id string) error
+}
+
+// rateLimits are the rate-limit policies (SPEC.md's policy_rate_limits).
+var rateLimits = &policyKind[storage.RateLimitPolicy]{
+	noun:     "rate-limit policy",
+	store:    func(s *storage.Store) policyStore[storage.RateLimitPolicy] { return s.Policies },
+	parse:    ratelimit.ParsePolicy,
+	readOnly: readOnlyPolicyFields,
+	fields: func(pol *storage.RateLimitPolicy) map[string]any {
+		return map[string]any{"id": pol.ID, "type": pol.Type, "unit": pol.Unit, "value": pol.Value, "status": pol.Status,
+			"name": pol.Name, "conditions": pol.Conditions, "group_by": pol.GroupBy}
+	},
+	record: func(id string, ws *storage.Workspace, pol *storage.RateLimitPolicy) *storage.RateLimitPolicy {
+		return &storage.RateLimitPolicy{ID: id, WorkspaceID: ws.ID, OrganisationID: ws.OrganisationID, Type: pol.Type,
+			Unit: pol.Unit, Value: pol.Value, Status: pol.Status, Name: pol.Name, Conditions: pol.Conditions, GroupBy: pol.GroupBy}
+	},
+	id:      func(pol *storage.RateLimitPolicy) string { return pol.ID },
+	status:  func(pol *storage.RateLimitPolicy) string { return pol.Status },
+	created: func(pol *storage.RateLimitPolicy) time.Time { return pol.CreatedAt },
+}
+
+// create makes a policy in the caller's workspace from a policy object's fields, with their id or a new one.
+func (k *policyKind[T]) create(p *Plane, caller Caller, fields map[string]json.RawMessage) (*T, error) {
+	if err := k.checkFields(caller, fields); err != nil {
 		return nil, err
 	}
 	clean, _ := json.Marshal(fields)
-	pol, err := parsePolicyBody(clean)
+	pol, err := k.parseBody(clean)
 	if err != nil {
 		return nil, err
 	}
+	given := k.id(pol)
 	id := storage.NewUUID()
-	if pol.ID != "" {
-		id = uuid.MustParse(pol.ID).String() // checked by the parser; stored in the canonical lower-case form
+	if given != "" {
+		id = uuid.MustParse(given).String() // checked by the parser; stored in the canonical lower-case form
 	}
 	ws, err := p.store.Workspaces.Get(caller.WorkspaceID)
 	if err != nil {
@@ -167,24 +233,23 @@ func (p *Plane) CreatePolicy(_ context.Context, caller Caller, fields map[string
 	}
 	p.policyWrites.Lock()
 	defer p.policyWrites.Unlock()
-	if pol.ID != "" { // a new random UUID cannot collide; a chosen one can
-		if err := p.checkPolicyIDFree(pol.ID, id); err != nil {
+	if given != "" { // a new random UUID cannot collide; a chosen one can
+		if err := k.checkIDFree(p, given, id); err != nil {
 			return nil, err
 		}
 	}
-	rec := policyRecord(id, ws, pol)
-	if _, err := p.store.Policies.Put(ws.ID, id, rec); err != nil {
+	rec := k.record(id, ws, pol)
+	if _, err := k.store(p.store).Put(ws.ID, id, rec); err != nil {
 		return nil, gwerr.Internal(err)
 	}
-	p.log.Info("rate-limit policy created", "trace_id", caller.TraceID, "policy_id", id, "workspace_id", ws.ID, "by", caller.KeyID)
+	p.log.Info(k.noun+" created", "trace_id", caller.TraceID, "policy_id", id, "workspace_id", ws.ID, "by", caller.KeyID)
 	return rec, nil
 }
 
-// UpdatePolicy changes the caller's workspace's policy id (a canonical UUID): the fields given replace the
-// stored ones ({"status": "archived"} archives the policy), a null resets a field to its default, and the
-// result is checked as a whole as a new policy would be.
-func (p *Plane) UpdatePolicy(_ context.Context, caller Caller, id string, fields map[string]json.RawMessage) (*storage.RateLimitPolicy, error) {
-	if err := checkPolicyFields(caller, fields); err != nil {
+// update changes the caller's workspace's policy id (a canonical UUID): the fields given replace the stored
+// ones, a null resets a field to its default, and the result is checked as a whole as a new policy would be.
+func (k *policyKind[T]) update(p *Plane, caller Caller, id string, fields map[string]json.RawMessage) (*T, error) {
+	if err := k.checkFields(caller, fields); err != nil {
 		return nil, err
 	}
 	if raw, ok := fields["id"]; ok && !bytes.Equal(bytes.TrimSpace(raw), []byte("null")) {
@@ -203,12 +268,11 @@ func (p *Plane) UpdatePolicy(_ context.Context, caller Caller, id string, fields
 	}
 	p.policyWrites.Lock()
 	defer p.policyWrites.Unlock()
-	old, err := p.findPolicy(ws.ID, id)
+	old, err := k.find(p, ws.ID, id)
 	if err != nil {
 		return nil, err
 	}
-	merged := map[string]any{"id": old.ID, "type": old.Type, "unit": old.Unit, "value": old.Value, "status": old.Status,
-		"name": old.Name, "conditions": old.Conditions, "group_by": old.GroupBy}
+	merged := k.fields(old)
 	for name, raw := range fields {
 		merged[name] = raw
 	}
@@ -216,48 +280,49 @@ func (p *Plane) UpdatePolicy(_ context.Context, caller Caller, id string, fields
 	if err != nil {
 		return nil, gwerr.Internal(err)
 	}
-	pol, err := parsePolicyBody(body)
+	pol, err := k.parseBody(body)
 	if err != nil {
 		return nil, err
 	}
 	// The organisation is the workspace's now: a workspace moved to another organisation takes its policies along.
-	rec := policyRecord(old.ID, ws, pol)
-	changed, err := p.store.Policies.Put(ws.ID, old.ID, rec)
+	oldID := k.id(old)
+	rec := k.record(oldID, ws, pol)
+	changed, err := k.store(p.store).Put(ws.ID, oldID, rec)
 	if err != nil {
 		return nil, gwerr.Internal(err)
 	}
 	if changed {
-		p.log.Info("rate-limit policy updated", "trace_id", caller.TraceID, "policy_id", old.ID, "workspace_id", ws.ID,
-			"status", rec.Status, "by", caller.KeyID)
+		p.log.Info(k.noun+" updated", "trace_id", caller.TraceID, "policy_id", oldID, "workspace_id", ws.ID,
+			"status", k.status(rec), "by", caller.KeyID)
 	}
 	return rec, nil
 }
 
-// DeletePolicy deletes the caller's workspace's policy id (a canonical UUID), which stops applying at once, and
-// returns the id it was stored under. Archiving (an update to status archived) keeps it for the record instead.
-func (p *Plane) DeletePolicy(_ context.Context, caller Caller, id string) (string, error) {
+// delete deletes the caller's workspace's policy id (a canonical UUID) and returns the id it was stored under.
+func (k *policyKind[T]) delete(p *Plane, caller Caller, id string) (string, error) {
 	p.policyWrites.Lock()
 	defer p.policyWrites.Unlock()
-	pol, err := p.findPolicy(caller.WorkspaceID, id)
+	pol, err := k.find(p, caller.WorkspaceID, id)
 	if err != nil {
 		return "", err
 	}
-	err = p.store.Policies.Delete(caller.WorkspaceID, pol.ID)
+	stored := k.id(pol)
+	err = k.store(p.store).Delete(caller.WorkspaceID, stored)
 	if errors.Is(err, storage.ErrNotFound) {
-		return "", gwerr.NotFound("rate-limit policy", id)
+		return "", gwerr.NotFound(k.noun, id)
 	}
 	if err != nil {
 		return "", gwerr.Internal(err)
 	}
-	p.log.Info("rate-limit policy deleted", "trace_id", caller.TraceID, "policy_id", pol.ID, "workspace_id", caller.WorkspaceID, "by", caller.KeyID)
-	return pol.ID, nil
+	p.log.Info(k.noun+" deleted", "trace_id", caller.TraceID, "policy_id", stored, "workspace_id", caller.WorkspaceID, "by", caller.KeyID)
+	return stored, nil
 }
 
-// findPolicy returns the workspace's policy with the canonical UUID id, or a 404. A bootstrap file may have
-// stored an id in upper case: that form is tried too.
-func (p *Plane) findPolicy(workspaceID, id string) (*storage.RateLimitPolicy, error) {
+// find returns the workspace's policy with the canonical UUID id, or a 404. A bootstrap file may have stored an
+// id in upper case: that form is tried too.
+func (k *policyKind[T]) find(p *Plane, workspaceID, id string) (*T, error) {
 	for _, form := range []string{id, strings.ToUpper(id)} {
-		pol, err := p.store.Policies.Get(workspaceID, form)
+		pol, err := k.store(p.store).Get(workspaceID, form)
 		if err == nil {
 			return pol, nil
 		}
@@ -265,22 +330,22 @@ func (p *Plane) findPolicy(workspaceID, id string) (*storage.RateLimitPolicy, er
 			return nil, gwerr.Internal(err)
 		}
 	}
-	return nil, gwerr.NotFound("rate-limit policy", id)
+	return nil, gwerr.NotFound(k.noun, id)
 }
 
-// checkPolicyIDFree answers 409 when a policy of any workspace has the id (given is the body's spelling, id the
+// checkIDFree answers 409 when a policy of any workspace has the id (given is the body's spelling, id the
 // canonical one). The caller holds policyWrites.
-func (p *Plane) checkPolicyIDFree(given, id string) error {
+func (k *policyKind[T]) checkIDFree(p *Plane, given, id string) error {
 	wss, err := p.store.Workspaces.List()
 	if err != nil {
 		return gwerr.Internal(err)
 	}
 	for _, ws := range wss {
 		for _, form := range []string{id, given, strings.ToUpper(id)} {
-			_, err := p.store.Policies.Get(ws.ID, form)
+			_, err := k.store(p.store).Get(ws.ID, form)
 			if err == nil {
 				return &gwerr.Error{Status: http.StatusConflict, Code: gwerr.CodeConflict, Param: "id",
-					Message: fmt.Sprintf("a rate-limit policy with id %q exists already: change it with PUT, or leave id out", given)}
+					Message: fmt.Sprintf("a %s with id %q exists already: change it with PUT, or leave id out", k.noun, given)}
 			}
 			if !errors.Is(err, storage.ErrNotFound) {
 				return gwerr.Internal(err)
@@ -290,9 +355,9 @@ func (p *Plane) checkPolicyIDFree(given, id string) error {
 	return nil
 }
 
-// checkPolicyFields refuses the fields that would place a policy in another workspace and drops the read-only
-// ones of the view. The policy's own fields are checked by parsePolicyBody.
-func checkPolicyFields(caller Caller, fields map[string]json.RawMessage) error {
+// checkFields refuses the fields that would place a policy in another workspace and drops the read-only ones of
+// the view. The policy's own fields are checked by parseBody.
+func (k *policyKind[T]) checkFields(caller Caller, fields map[string]json.RawMessage) error {
 	if _, ok := fields["workspace"]; ok {
 		return gwerr.BadRequest("workspace", "workspace is not a field of a policy: a policy belongs to the workspace of the API key that makes it")
 	}
@@ -303,28 +368,22 @@ func checkPolicyFields(caller Caller, fields map[string]json.RawMessage) error {
 		}
 		delete(fields, "workspace_id")
 	}
-	for _, name := range readOnlyPolicyFields {
+	for _, name := range k.readOnly {
 		delete(fields, name)
 	}
 	return nil
 }
 
-// parsePolicyBody validates a policy object with ratelimit's rules. The 400 names the first problem's field
-// in param and every problem in its message.
-func parsePolicyBody(body []byte) (*storage.RateLimitPolicy, error) {
-	pol, err := ratelimit.ParsePolicy(body)
+// parseBody validates a policy object with its owner's rules. The 400 names the first problem's field in param
+// and every problem in its message.
+func (k *policyKind[T]) parseBody(body []byte) (*T, error) {
+	pol, err := k.parse(body)
 	if err == nil {
 		return pol, nil
 	}
 	var pe *jsoncheck.Error
 	if errors.As(err, &pe) && len(pe.Problems) > 0 {
-		return pol, gwerr.BadRequest(pe.Problems[0].Path, "invalid rate-limit policy: %s", pe.Error())
+		return pol, gwerr.BadRequest(pe.Problems[0].Path, "invalid %s: %s", k.noun, pe.Error())
 	}
-	return pol, gwerr.BadRequest("", "invalid rate-limit policy: %v", err)
-}
-
-// policyRecord is the stored form of a validated policy in workspace ws.
-func policyRecord(id string, ws *storage.Workspace, pol *storage.RateLimitPolicy) *storage.RateLimitPolicy {
-	return &storage.RateLimitPolicy{ID: id, WorkspaceID: ws.ID, OrganisationID: ws.OrganisationID, Type: pol.Type,
-		Unit: pol.Unit, Value: pol.Value, Status: pol.Status, Name: pol.Name, Conditions: pol.Conditions, GroupBy: pol.GroupBy}
+	return pol, gwerr.BadRequest("", "invalid %s: %v", k.noun, err)
 }

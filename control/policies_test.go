@@ -18,7 +18,7 @@ func TestSortPolicies(t *testing.T) {
 		return &storage.RateLimitPolicy{ID: id, Stamps: storage.Stamps{CreatedAt: at, UpdatedAt: t0.Add(time.Hour)}}
 	}
 	list := []*storage.RateLimitPolicy{mk("c", t0), mk("d", t0.Add(-time.Second)), mk("a", t0), mk("e", t0.Add(time.Nanosecond)), mk("b", t0)}
-	sortPolicies(list)
+	rateLimits.sort(list)
 	var got []string
 	for _, p := range list {
 		got = append(got, p.ID)

@@ -43,16 +43,22 @@ func (p *Plane) UpsertAPIKey(_ context.Context, caller Caller, secret, name stri
 // group_by) as a policy of the caller's workspace, checked by ratelimit.ParsePolicy as CreatePolicy's body is.
 // The organisation is the workspace's.
 func (p *Plane) UpsertPolicy(_ context.Context, caller Caller, pol *storage.RateLimitPolicy) (changed bool, err error) {
-	body, err := json.Marshal(map[string]any{"id": pol.ID, "type": pol.Type, "unit": pol.Unit, "value": pol.Value,
-		"status": pol.Status, "name": pol.Name, "conditions": pol.Conditions, "group_by": pol.GroupBy})
+	return rateLimits.upsert(p, caller, pol)
+}
+
+// upsert stores pol (its ID as given, any case, required) as a policy of the caller's workspace, checked as a
+// body of its kind is. The organisation is the workspace's.
+func (k *policyKind[T]) upsert(p *Plane, caller Caller, pol *T) (changed bool, err error) {
+	body, err := json.Marshal(k.fields(pol))
 	if err != nil {
 		return false, gwerr.Internal(err)
 	}
-	checked, err := parsePolicyBody(body)
+	checked, err := k.parseBody(body)
 	if err != nil {
 		return false, err
 	}
-	if checked.ID == "" {
+	id := k.id(checked)
+	if id == "" {
 		return false, gwerr.BadRequest("id", "id is required")
 	}
 	ws, err := p.store.Workspaces.Get(caller.WorkspaceID)
@@ -61,12 +67,12 @@ func (p *Plane) UpsertPolicy(_ context.Context, caller Caller, pol *storage.Rate
 	}
 	p.policyWrites.Lock()
 	defer p.policyWrites.Unlock()
-	changed, err = p.store.Policies.Put(ws.ID, checked.ID, policyRecord(checked.ID, ws, checked))
+	changed, err = k.store(p.store).Put(ws.ID, id, k.record(id, ws, checked))
 	if err != nil {
 		return false, gwerr.Internal(err)
 	}
 	if changed {
-		p.log.Info("rate-limit policy applied", "trace_id", caller.TraceID, "policy_id", checked.ID, "workspace_id", ws.ID,
+		p.log.Info(k.noun+" applied", "trace_id", caller.TraceID, "policy_id", id, "workspace_id", ws.ID,
 			"by", caller.KeyID)
 	}
 	return changed, nil

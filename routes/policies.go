@@ -2,6 +2,7 @@ package routes
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"slices"
 	"strconv"
@@ -72,10 +73,7 @@ func (s *Server) listPolicies(c *fiber.Ctx) error {
 	if f.Unit, err = queryEnum(c, "unit", ratelimit.Units); err != nil {
 		return err
 	}
-	if f.PageSize, f.Paged, err = queryCount(c, "page_size"); err != nil {
-		return err
-	}
-	if f.Page, _, err = queryCount(c, "current_page"); err != nil {
+	if f.PageSize, f.Paged, f.Page, err = queryPage(c); err != nil {
 		return err
 	}
 	f.Workspace = strings.Clone(c.Query("workspace_id"))
@@ -102,6 +100,17 @@ func queryEnum(c *fiber.Ctx, name string, allowed []string) (string, error) {
 	return strings.Clone(v), nil
 }
 
+// queryPage reads a list's page: page_size (paged is false when it is absent) and current_page (from 0).
+func queryPage(c *fiber.Ctx) (size int, paged bool, page int, err error) {
+	if size, paged, err = queryCount(c, "page_size"); err != nil {
+		return 0, false, 0, err
+	}
+	if page, _, err = queryCount(c, "current_page"); err != nil {
+		return 0, false, 0, err
+	}
+	return size, paged, page, nil
+}
+
 // queryCount reads an optional query parameter that is an integer >= 0; given is false when it is absent or
 // empty.
 func queryCount(c *fiber.Ctx, name string) (n int, given bool, err error) {
@@ -119,7 +128,7 @@ func queryCount(c *fiber.Ctx, name string) (n int, given bool, err error) {
 // getPolicy answers GET /v1/policies/rate-limits/:id. Only the caller's workspace is searched; a policy whose
 // status is not the one asked for (default active) is 404.
 func (s *Server) getPolicy(c *fiber.Ctx) error {
-	id, err := policyIDParam(c)
+	id, err := rateLimitEndpoints.idOf(c)
 	if err != nil {
 		return err
 	}
@@ -136,75 +145,102 @@ func (s *Server) getPolicy(c *fiber.Ctx) error {
 
 // createPolicy answers POST /v1/policies/rate-limits with a policy object as the body: a new policy in the
 // caller's workspace, with the body's id or a new one. Admin only.
-func (s *Server) createPolicy(c *fiber.Ctx) error {
-	caller, err := adminCaller(c)
-	if err != nil {
-		return err
-	}
-	fields, err := decodePolicyBody(c)
-	if err != nil {
-		return err
-	}
-	p, err := s.plane.CreatePolicy(c.UserContext(), caller, fields)
-	if err != nil {
-		return err
-	}
-	return c.JSON(viewPolicy(p))
-}
+func (s *Server) createPolicy(c *fiber.Ctx) error { return rateLimitEndpoints.create(s, c) }
 
 // updatePolicy answers PUT /v1/policies/rate-limits/:id: the fields the body holds replace the stored ones
 // ({"status": "archived"} archives the policy), a null resets a field to its default. Admin only.
-func (s *Server) updatePolicy(c *fiber.Ctx) error {
-	caller, err := adminCaller(c)
-	if err != nil {
-		return err
-	}
-	id, err := policyIDParam(c)
-	if err != nil {
-		return err
-	}
-	fields, err := decodePolicyBody(c)
-	if err != nil {
-		return err
-	}
-	p, err := s.plane.UpdatePolicy(c.UserContext(), caller, id, fields)
-	if err != nil {
-		return err
-	}
-	return c.JSON(viewPolicy(p))
-}
+func (s *Server) updatePolicy(c *fiber.Ctx) error { return rateLimitEndpoints.update(s, c) }
 
 // deletePolicy answers DELETE /v1/policies/rate-limits/:id: the policy stops applying at once. Admin only.
 // Archiving (PUT {"status": "archived"}) keeps it for the record instead.
-func (s *Server) deletePolicy(c *fiber.Ctx) error {
+func (s *Server) deletePolicy(c *fiber.Ctx) error { return rateLimitEndpoints.delete(s, c) }
+
+// policyEndpoints are what the admin handlers that rate-limit and usage-limit policies share need to know of one
+// kind (T is its record, V its view): its names in the HTTP contract, its view and its control plane operations.
+type policyEndpoints[T, V any] struct {
+	object  string // the object of the view and of a delete's answer: "policy_rate_limits"
+	noun    string // what a body must be: "rate-limit policy"
+	idParam string // the path's id as errors name it (SPEC.md's rateLimitsPolicyId)
+	view    func(*Server, *T) V
+
+	opCreate func(*control.Plane, context.Context, control.Caller, map[string]json.RawMessage) (*T, error)
+	opUpdate func(*control.Plane, context.Context, control.Caller, string, map[string]json.RawMessage) (*T, error)
+	opDelete func(*control.Plane, context.Context, control.Caller, string) (string, error)
+}
+
+var rateLimitEndpoints = &policyEndpoints[storage.RateLimitPolicy, policyView]{
+	object: policyObject, noun: "rate-limit policy", idParam: "rateLimitsPolicyId",
+	view:     func(_ *Server, p *storage.RateLimitPolicy) policyView { return viewPolicy(p) },
+	opCreate: (*control.Plane).CreatePolicy, opUpdate: (*control.Plane).UpdatePolicy, opDelete: (*control.Plane).DeletePolicy,
+}
+
+// create makes a policy from the body in the caller's workspace, with the body's id or a new one. Admin only.
+func (e *policyEndpoints[T, V]) create(s *Server, c *fiber.Ctx) error {
 	caller, err := adminCaller(c)
 	if err != nil {
 		return err
 	}
-	id, err := policyIDParam(c)
+	fields, err := e.decodeBody(c)
 	if err != nil {
 		return err
 	}
-	stored, err := s.plane.DeletePolicy(c.UserContext(), caller, id)
+	p, err := e.opCreate(s.plane, c.UserContext(), caller, fields)
 	if err != nil {
 		return err
 	}
-	return c.JSON(fiber.Map{"id": stored, "object": policyObject, "deleted": true})
+	return c.JSON(e.view(s, p))
 }
 
-// policyIDParam reads the path's policy id (SPEC.md's rateLimitsPolicyId), a UUID, in its canonical
-// lower-case form.
-func policyIDParam(c *fiber.Ctx) (string, error) {
+// update replaces the stored fields of the path's policy with the body's. Admin only.
+func (e *policyEndpoints[T, V]) update(s *Server, c *fiber.Ctx) error {
+	caller, err := adminCaller(c)
+	if err != nil {
+		return err
+	}
+	id, err := e.idOf(c)
+	if err != nil {
+		return err
+	}
+	fields, err := e.decodeBody(c)
+	if err != nil {
+		return err
+	}
+	p, err := e.opUpdate(s.plane, c.UserContext(), caller, id, fields)
+	if err != nil {
+		return err
+	}
+	return c.JSON(e.view(s, p))
+}
+
+// delete deletes the path's policy. Admin only.
+func (e *policyEndpoints[T, V]) delete(s *Server, c *fiber.Ctx) error {
+	caller, err := adminCaller(c)
+	if err != nil {
+		return err
+	}
+	id, err := e.idOf(c)
+	if err != nil {
+		return err
+	}
+	stored, err := e.opDelete(s.plane, c.UserContext(), caller, id)
+	if err != nil {
+		return err
+	}
+	return c.JSON(fiber.Map{"id": stored, "object": e.object, "deleted": true})
+}
+
+// idOf reads the path's policy id, a UUID, in its canonical lower-case form.
+func (e *policyEndpoints[T, V]) idOf(c *fiber.Ctx) (string, error) {
 	raw := c.Params("id")
 	u, err := uuid.Parse(raw)
 	if err != nil {
-		return "", gwerr.BadRequest("rateLimitsPolicyId", "rateLimitsPolicyId must be a UUID, not %q", raw)
+		return "", gwerr.BadRequest(e.idParam, "%s must be a UUID, not %q", e.idParam, raw)
 	}
 	return u.String(), nil
 }
 
-// decodePolicyBody checks that the body is a JSON object and returns its fields, which the control plane checks.
-func decodePolicyBody(c *fiber.Ctx) (map[string]json.RawMessage, error) {
+// decodeBody checks that the body is a JSON object and returns its fields, which the control plane checks.
+func (e *policyEndpoints[T, V]) decodeBody(c *fiber.Ctx) (map[string]json.RawMessage, error) {
 	if err := requireJSON(c); err != nil {
 		return nil, err
 	}
@@ -217,7 +253,7 @@ func decodePolicyBody(c *fiber.Ctx) (map[string]json.RawMessage, error) {
 		return nil, schema.DecodeError(body, "", err)
 	}
 	if fields == nil {
-		return nil, &gwerr.Error{Status: fiber.StatusBadRequest, Code: gwerr.CodeInvalidJSON, Message: "request body must be a rate-limit policy object, not null"}
+		return nil, &gwerr.Error{Status: fiber.StatusBadRequest, Code: gwerr.CodeInvalidJSON, Message: "request body must be a " + e.noun + " object, not null"}
 	}
 	return fields, nil
 }

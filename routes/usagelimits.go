@@ -5,10 +5,8 @@ import (
 	"time"
 
 	"github.com/gofiber/fiber/v2"
-	"github.com/google/uuid"
 
 	"github.com/llmgw/gateway/control"
-	"github.com/llmgw/gateway/runtime/gwerr"
 	"github.com/llmgw/gateway/runtime/ratelimit"
 	"github.com/llmgw/gateway/storage"
 )
@@ -90,10 +88,7 @@ func (s *Server) listUsageLimits(c *fiber.Ctx) error {
 	if f.Type, err = queryEnum(c, "type", ratelimit.BudgetTypes); err != nil {
 		return err
 	}
-	if f.PageSize, f.Paged, err = queryCount(c, "page_size"); err != nil {
-		return err
-	}
-	if f.Page, _, err = queryCount(c, "current_page"); err != nil {
+	if f.PageSize, f.Paged, f.Page, err = queryPage(c); err != nil {
 		return err
 	}
 	f.Workspace = strings.Clone(c.Query("workspace_id"))
@@ -121,7 +116,7 @@ func (s *Server) listUsageLimits(c *fiber.Ctx) error {
 // getUsageLimit answers GET /v1/policies/usage-limits/:id, whatever the policy's status; only the caller's
 // workspace is searched.
 func (s *Server) getUsageLimit(c *fiber.Ctx) error {
-	id, err := usageLimitIDParam(c)
+	id, err := usageLimitEndpoints.idOf(c)
 	if err != nil {
 		return err
 	}
@@ -133,68 +128,19 @@ func (s *Server) getUsageLimit(c *fiber.Ctx) error {
 }
 
 // createUsageLimit answers POST /v1/policies/usage-limits with a policy object as the body. Admin only.
-func (s *Server) createUsageLimit(c *fiber.Ctx) error {
-	caller, err := adminCaller(c)
-	if err != nil {
-		return err
-	}
-	fields, err := decodePolicyBody(c)
-	if err != nil {
-		return err
-	}
-	p, err := s.plane.CreateUsageLimit(c.UserContext(), caller, fields)
-	if err != nil {
-		return err
-	}
-	return c.JSON(s.viewUsageLimit(p))
-}
+func (s *Server) createUsageLimit(c *fiber.Ctx) error { return usageLimitEndpoints.create(s, c) }
 
 // updateUsageLimit answers PUT /v1/policies/usage-limits/:id: the fields the body holds replace the stored ones.
 // Admin only.
-func (s *Server) updateUsageLimit(c *fiber.Ctx) error {
-	caller, err := adminCaller(c)
-	if err != nil {
-		return err
-	}
-	id, err := usageLimitIDParam(c)
-	if err != nil {
-		return err
-	}
-	fields, err := decodePolicyBody(c)
-	if err != nil {
-		return err
-	}
-	p, err := s.plane.UpdateUsageLimit(c.UserContext(), caller, id, fields)
-	if err != nil {
-		return err
-	}
-	return c.JSON(s.viewUsageLimit(p))
-}
+func (s *Server) updateUsageLimit(c *fiber.Ctx) error { return usageLimitEndpoints.update(s, c) }
 
 // deleteUsageLimit answers DELETE /v1/policies/usage-limits/:id: the policy stops applying on the workspace's
 // next request. Admin only.
-func (s *Server) deleteUsageLimit(c *fiber.Ctx) error {
-	caller, err := adminCaller(c)
-	if err != nil {
-		return err
-	}
-	id, err := usageLimitIDParam(c)
-	if err != nil {
-		return err
-	}
-	stored, err := s.plane.DeleteUsageLimit(c.UserContext(), caller, id)
-	if err != nil {
-		return err
-	}
-	return c.JSON(fiber.Map{"id": stored, "object": usageLimitObject, "deleted": true})
-}
+func (s *Server) deleteUsageLimit(c *fiber.Ctx) error { return usageLimitEndpoints.delete(s, c) }
 
-// usageLimitIDParam reads the path's policy id, a UUID, in its canonical lower-case form.
-func usageLimitIDParam(c *fiber.Ctx) (string, error) {
-	raw := c.Params("id")
-	u, err := uuid.Parse(raw)
-	if err != nil {
-		return "", gwerr.BadRequest("usageLimitsPolicyId", "usageLimitsPolicyId must be a UUID, not %q", raw)
-	}
-	return u.String(), nil
+var usageLimitEndpoints = &policyEndpoints[storage.UsageLimitPolicy, usageLimitView]{
+	object: usageLimitObject, noun: "usage-limit policy", idParam: "usageLimitsPolicyId",
+	view:     (*Server).viewUsageLimit,
+	opCreate: (*control.Plane).CreateUsageLimit, opUpdate: (*control.Plane).UpdateUsageLimit,
+	opDelete: (*control.Plane).DeleteUsageLimit,
 }

@@ -315,3 +315,23 @@ func TestBudgetOfAnotherWorkspaceDoesNotApply(t *testing.T) {
 		}
 	}
 }
+
+// A JSON null body is refused naming the kind of policy the endpoint takes (the decoding is shared).
+func TestPolicyNullBodyNamesItsKind(t *testing.T) {
+	f, _, _ := newBudgetFixture(t)
+	tests := []struct {
+		name, path, want string
+	}{
+		{"rate-limit", policiesPath, "request body must be a rate-limit policy object, not null"},
+		{"usage-limit", usageLimitsPath, "request body must be a usage-limit policy object, not null"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			a := f.policyJSON(t, "POST", tc.path, f.admin, `null`)
+			checkError(t, a, 400, "invalid_json", nil)
+			if msg := a.json(t)["error"].(map[string]any)["message"].(string); msg != tc.want {
+				t.Fatalf("message %q, want %q", msg, tc.want)
+			}
+		})
+	}
+}

@@ -53,16 +53,62 @@ func (r *CounterRecord) Key() CounterKey {
 	return CounterKey{WorkspaceID: r.WorkspaceID, PolicyID: r.PolicyID, Group: r.Group}
 }
 
+func (r *CounterRecord) setPolicy(workspaceID, policyID string) {
+	r.WorkspaceID, r.PolicyID = workspaceID, policyID
+}
+
 // Counters holds the rate limiter's counters. It is written by one flusher in the background, not on the
 // request path, so it keeps no copy in memory and takes no part in writeMu's read-modify-write sequences.
 type Counters struct {
 	s *Store
 }
 
-// counterKey is counter/<workspace-id>/<policy-id>/<hex of sha256(group)[:16]>.
-func counterKey(workspaceID, policyID, group string) []byte {
+// counterTable is where Counters keeps its records.
+var counterTable = groupTable{table: tableCounter, record: "counter", records: "counters"}
+
+// Load returns the saved counter of the group, with ok=false when there is none.
+func (c *Counters) Load(workspaceID, policyID, group string) (rec *CounterRecord, ok bool, err error) {
+	return loadGroup[CounterRecord](c.s, counterTable, workspaceID, policyID, group)
+}
+
+// SaveBatch writes the records and removes the counters of drop, in that order (a counter both dropped and
+// saved ends up saved), in one batch synced to disk.
+func (c *Counters) SaveBatch(records []*CounterRecord, drop []CounterKey) error {
+	return saveGroups(c.s, counterTable, records, drop)
+}
+
+// DeletePolicy removes every saved counter of the policy, synced.
+func (c *Counters) DeletePolicy(workspaceID, policyID string) error {
+	return counterTable.deletePolicy(c.s, workspaceID, policyID)
+}
+
+// PolicyIDs returns the IDs of the policies of the workspace that have saved counters, in key order. The
+// limiter compares them with the workspace's policies to remove the counters of policies deleted while it was
+// not running. It seeks past each policy's counters, so the cost grows with the number of policies, not of
+// counters.
+func (c *Counters) PolicyIDs(workspaceID string) ([]string, error) {
+	return counterTable.policyIDs(c.s, workspaceID)
+}
+
+// groupTable is a table of records kept per group of a policy, written by a background flusher: the rate
+// limiter's counters and the budgets' spend (usagelimits.go) share its layout and its code. Keys are
+// <table>/<workspace-id>/<policy-id>/<hex of sha256(group)[:16]>; the record carries the group itself.
+type groupTable struct {
+	table   string
+	record  string // what a record is called in errors: "counter"
+	records string // what a policy's records are called: "counters"
+}
+
+// groupRecord is a record of a groupTable: its key, and the workspace and policy that the key (not the value)
+// holds, filled in when it is read.
+type groupRecord interface {
+	Key() CounterKey
+	setPolicy(workspaceID, policyID string)
+}
+
+func (t groupTable) key(workspaceID, policyID, group string) []byte {
 	sum := sha256.Sum256([]byte(group))
-	return key(tableCounter, workspaceID, policyID, hex.EncodeToString(sum[:16]))
+	return key(t.table, workspaceID, policyID, hex.EncodeToString(sum[:16]))
 }
 
 func checkCounterIDs(workspaceID, policyID string) error {
@@ -72,87 +118,89 @@ func checkCounterIDs(workspaceID, policyID string) error {
 	return CheckID("policy id", policyID)
 }
 
-// Load returns the saved counter of the group, with ok=false when there is none.
-func (c *Counters) Load(workspaceID, policyID, group string) (rec *CounterRecord, ok bool, err error) {
+// loadGroup returns the saved record of the group, with ok=false when there is none.
+func loadGroup[R any, P interface {
+	*R
+	groupRecord
+}](s *Store, t groupTable, workspaceID, policyID, group string) (rec *R, ok bool, err error) {
 	if err := checkCounterIDs(workspaceID, policyID); err != nil {
 		return nil, false, err
 	}
-	k := counterKey(workspaceID, policyID, group)
-	raw, err := c.s.get(k)
+	k := t.key(workspaceID, policyID, group)
+	raw, err := s.get(k)
 	if errors.Is(err, ErrNotFound) {
 		return nil, false, nil
 	}
 	if err != nil {
 		return nil, false, err
 	}
-	rec = new(CounterRecord)
+	rec = new(R)
 	if err := json.Unmarshal(raw, rec); err != nil {
 		return nil, false, fmt.Errorf("storage: decode %s: %w", k, err)
 	}
-	if rec.Group != group {
+	if P(rec).Key().Group != group {
 		return nil, false, nil // another group with the same digest prefix
 	}
-	rec.WorkspaceID, rec.PolicyID = workspaceID, policyID
+	P(rec).setPolicy(workspaceID, policyID)
 	return rec, true, nil
 }
 
-// SaveBatch writes the records and removes the counters of drop, in that order (a counter both dropped and
-// saved ends up saved), in one batch synced to disk.
-func (c *Counters) SaveBatch(records []*CounterRecord, drop []CounterKey) error {
+// saveGroups writes the records and removes the groups of drop, in that order (a group both dropped and saved
+// ends up saved), in one batch synced to disk.
+func saveGroups[R groupRecord](s *Store, t groupTable, records []R, drop []CounterKey) error {
 	if len(records) == 0 && len(drop) == 0 {
 		return nil
 	}
-	b := c.s.db.NewBatch()
+	b := s.db.NewBatch()
 	for _, k := range drop {
 		if err := checkCounterIDs(k.WorkspaceID, k.PolicyID); err != nil {
 			b.Close()
-			return fmt.Errorf("storage: drop counter: %w", err)
+			return fmt.Errorf("storage: drop %s: %w", t.record, err)
 		}
-		if err := b.Delete(counterKey(k.WorkspaceID, k.PolicyID, k.Group), nil); err != nil {
+		if err := b.Delete(t.key(k.WorkspaceID, k.PolicyID, k.Group), nil); err != nil {
 			b.Close()
 			return err
 		}
 	}
 	for _, r := range records {
-		if err := checkCounterIDs(r.WorkspaceID, r.PolicyID); err != nil {
+		k := r.Key()
+		if err := checkCounterIDs(k.WorkspaceID, k.PolicyID); err != nil {
 			b.Close()
-			return fmt.Errorf("storage: save counter: %w", err)
+			return fmt.Errorf("storage: save %s: %w", t.record, err)
 		}
 		raw, err := json.Marshal(r)
 		if err != nil {
 			b.Close()
-			return fmt.Errorf("storage: encode counter of policy %s: %w", r.PolicyID, err)
+			return fmt.Errorf("storage: encode %s of policy %s: %w", t.record, k.PolicyID, err)
 		}
-		if err := b.Set(counterKey(r.WorkspaceID, r.PolicyID, r.Group), raw, nil); err != nil {
+		if err := b.Set(t.key(k.WorkspaceID, k.PolicyID, k.Group), raw, nil); err != nil {
 			b.Close()
 			return err
 		}
 	}
-	return c.s.commit(b)
+	return s.commit(b)
 }
 
-// DeletePolicy removes every saved counter of the policy, synced.
-func (c *Counters) DeletePolicy(workspaceID, policyID string) error {
+// deletePolicy removes every saved record of the policy, synced.
+func (t groupTable) deletePolicy(s *Store, workspaceID, policyID string) error {
 	if err := checkCounterIDs(workspaceID, policyID); err != nil {
 		return err
 	}
-	p := prefix(tableCounter, workspaceID, policyID)
-	if err := c.s.db.DeleteRange(p, prefixEnd(p), pebble.Sync); err != nil {
-		return fmt.Errorf("storage: delete counters of policy %s: %w", policyID, err)
+	p := prefix(t.table, workspaceID, policyID)
+	if err := s.db.DeleteRange(p, prefixEnd(p), pebble.Sync); err != nil {
+		return fmt.Errorf("storage: delete %s of policy %s: %w", t.records, policyID, err)
 	}
 	return nil
 }
 
-// PolicyIDs returns the IDs of the policies of the workspace that have saved counters, in key order. The
-// limiter compares them with the workspace's policies to remove the counters of policies deleted while it was
-// not running. It seeks past each policy's counters, so the cost grows with the number of policies, not of
-// counters.
-func (c *Counters) PolicyIDs(workspaceID string) ([]string, error) {
+// policyIDs returns the IDs of the workspace's policies that have saved records, in key order, seeking past
+// each policy's records.
+func (t groupTable) policyIDs(s *Store, workspaceID string) ([]string, error) {
 	if err := CheckID("workspace id", workspaceID); err != nil {
 		return nil, err
 	}
-	p := prefix(tableCounter, workspaceID)
-	it, err := c.s.db.NewIter(&pebble.IterOptions{LowerBound: p, UpperBound: prefixEnd(p)})
+	p := prefix(t.table, workspaceID)
+	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: p, UpperBound: prefixEnd(p)})
 	if err != nil {
 		return nil, fmt.Errorf("storage: scan %s: %w", p, err)
 	}
@@ -165,7 +213,7 @@ func (c *Counters) PolicyIDs(workspaceID string) ([]string, error) {
 		}
 		id := string(rest[:i])
 		out = append(out, id)
-		valid = it.SeekGE(prefixEnd(prefix(tableCounter, workspaceID, id)))
+		valid = it.SeekGE(prefixEnd(prefix(t.table, workspaceID, id)))
 	}
 	if err := it.Close(); err != nil {
 		return nil, fmt.Errorf("storage: scan %s: %w", p, err)

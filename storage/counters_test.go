@@ -73,11 +73,11 @@ func TestCountersGroupMismatchIsNoRecord(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Simulate a digest collision: the record under g2's key names g1.
-	raw, err := s.get(counterKey(ws, pol, "g1"))
+	raw, err := s.get(counterTable.key(ws, pol, "g1"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := s.db.Set(counterKey(ws, pol, "g2"), raw, nil); err != nil {
+	if err := s.db.Set(counterTable.key(ws, pol, "g2"), raw, nil); err != nil {
 		t.Fatal(err)
 	}
 	if _, ok, err := s.Counters.Load(ws, pol, "g2"); ok || err != nil {

@@ -1,13 +1,9 @@
 package storage
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
-
-	"github.com/cockroachdb/pebble/v2"
 )
 
 // Usage-limit policies (budgets, DESIGN.md "Budgets") and their spend. Key layout (beside keys.go's):
@@ -59,39 +55,26 @@ type BudgetRecord struct {
 	Alerted bool `json:"alerted,omitempty"`
 }
 
+// Key returns the record's key: its policy and group.
+func (r *BudgetRecord) Key() CounterKey {
+	return CounterKey{WorkspaceID: r.WorkspaceID, PolicyID: r.PolicyID, Group: r.Group}
+}
+
+func (r *BudgetRecord) setPolicy(workspaceID, policyID string) {
+	r.WorkspaceID, r.PolicyID = workspaceID, policyID
+}
+
 // BudgetStore holds the spend of usage-limit policies. Like Counters, it is written by a background flusher,
-// not on the request path.
+// not on the request path, and its table has the layout of theirs (groupTable).
 type BudgetStore struct {
 	s *Store
 }
 
-func budgetKey(workspaceID, policyID, group string) []byte {
-	sum := sha256.Sum256([]byte(group))
-	return key(tableBudget, workspaceID, policyID, hex.EncodeToString(sum[:16]))
-}
+var budgetTable = groupTable{table: tableBudget, record: "budget", records: "spend"}
 
 // Load returns the saved spend of the group, with ok=false when there is none.
 func (bs *BudgetStore) Load(workspaceID, policyID, group string) (rec *BudgetRecord, ok bool, err error) {
-	if err := checkCounterIDs(workspaceID, policyID); err != nil {
-		return nil, false, err
-	}
-	k := budgetKey(workspaceID, policyID, group)
-	raw, err := bs.s.get(k)
-	if errors.Is(err, ErrNotFound) {
-		return nil, false, nil
-	}
-	if err != nil {
-		return nil, false, err
-	}
-	rec = new(BudgetRecord)
-	if err := json.Unmarshal(raw, rec); err != nil {
-		return nil, false, fmt.Errorf("storage: decode %s: %w", k, err)
-	}
-	if rec.Group != group {
-		return nil, false, nil // another group with the same digest prefix
-	}
-	rec.WorkspaceID, rec.PolicyID = workspaceID, policyID
-	return rec, true, nil
+	return loadGroup[BudgetRecord](bs.s, budgetTable, workspaceID, policyID, group)
 }
 
 // List returns the saved spend of every group of the policy, in key order, at most limit records (limit <= 0:
@@ -110,7 +93,7 @@ func (bs *BudgetStore) List(workspaceID, policyID string, limit int) ([]*BudgetR
 		if err := json.Unmarshal(raw, rec); err != nil {
 			return fmt.Errorf("storage: decode %s: %w", k, err)
 		}
-		rec.WorkspaceID, rec.PolicyID = workspaceID, policyID
+		rec.setPolicy(workspaceID, policyID)
 		out = append(out, rec)
 		return nil
 	})
@@ -122,74 +105,16 @@ func (bs *BudgetStore) List(workspaceID, policyID string, limit int) ([]*BudgetR
 
 // SaveBatch writes the records and removes the groups of drop (drop first), in one batch synced to disk.
 func (bs *BudgetStore) SaveBatch(records []*BudgetRecord, drop []CounterKey) error {
-	if len(records) == 0 && len(drop) == 0 {
-		return nil
-	}
-	b := bs.s.db.NewBatch()
-	for _, k := range drop {
-		if err := checkCounterIDs(k.WorkspaceID, k.PolicyID); err != nil {
-			b.Close()
-			return fmt.Errorf("storage: drop budget: %w", err)
-		}
-		if err := b.Delete(budgetKey(k.WorkspaceID, k.PolicyID, k.Group), nil); err != nil {
-			b.Close()
-			return err
-		}
-	}
-	for _, r := range records {
-		if err := checkCounterIDs(r.WorkspaceID, r.PolicyID); err != nil {
-			b.Close()
-			return fmt.Errorf("storage: save budget: %w", err)
-		}
-		raw, err := json.Marshal(r)
-		if err != nil {
-			b.Close()
-			return fmt.Errorf("storage: encode budget of policy %s: %w", r.PolicyID, err)
-		}
-		if err := b.Set(budgetKey(r.WorkspaceID, r.PolicyID, r.Group), raw, nil); err != nil {
-			b.Close()
-			return err
-		}
-	}
-	return bs.s.commit(b)
+	return saveGroups(bs.s, budgetTable, records, drop)
 }
 
 // DeletePolicy removes every saved spend record of the policy, synced.
 func (bs *BudgetStore) DeletePolicy(workspaceID, policyID string) error {
-	if err := checkCounterIDs(workspaceID, policyID); err != nil {
-		return err
-	}
-	p := prefix(tableBudget, workspaceID, policyID)
-	if err := bs.s.db.DeleteRange(p, prefixEnd(p), pebble.Sync); err != nil {
-		return fmt.Errorf("storage: delete spend of policy %s: %w", policyID, err)
-	}
-	return nil
+	return budgetTable.deletePolicy(bs.s, workspaceID, policyID)
 }
 
 // PolicyIDs returns the IDs of the workspace's policies that have saved spend, in key order, seeking past each
 // policy's records.
 func (bs *BudgetStore) PolicyIDs(workspaceID string) ([]string, error) {
-	if err := CheckID("workspace id", workspaceID); err != nil {
-		return nil, err
-	}
-	p := prefix(tableBudget, workspaceID)
-	it, err := bs.s.db.NewIter(&pebble.IterOptions{LowerBound: p, UpperBound: prefixEnd(p)})
-	if err != nil {
-		return nil, fmt.Errorf("storage: scan %s: %w", p, err)
-	}
-	var out []string
-	for valid := it.First(); valid; {
-		rest := it.Key()[len(p):]
-		i := 0
-		for i < len(rest) && rest[i] != '/' {
-			i++
-		}
-		id := string(rest[:i])
-		out = append(out, id)
-		valid = it.SeekGE(prefixEnd(prefix(tableBudget, workspaceID, id)))
-	}
-	if err := it.Close(); err != nil {
-		return nil, fmt.Errorf("storage: scan %s: %w", p, err)
-	}
-	return out, nil
+	return budgetTable.policyIDs(bs.s, workspaceID)
 }

@@ -44,45 +44,24 @@ type BudgetOptions struct {
 // Budgets enforces the usage-limit policies (budgets) of every workspace: it reserves a request's largest
 // possible cost before the call and settles it with the real usage after it. It is safe for concurrent use.
 type Budgets struct {
-	store      *storage.Store
-	now        func() time.Time
-	log        *slog.Logger
-	every      time.Duration
+	base
 	onAlert    func(string)
 	onExceeded func(string)
 
-	workspaces sync.Map // workspace ID → *budgetWorkspace
+	workspaces workspaces[storage.UsageLimitPolicy, budgetSnapshot, *budgetSnapshot]
+	retire     retirements[*spendSet]
 
 	unpricedMu sync.Mutex
 	unpriced   map[string]bool // model names reported as unpriced
-
-	mu         sync.Mutex // guards retired and sweepStale, handed from reloads to the flusher
-	retired    []budgetRetired
-	sweepStale []string
-
-	flushMu   sync.Mutex
-	stop      chan struct{}
-	done      chan struct{}
-	closeOnce sync.Once
-	closeErr  error
 }
 
 // NewBudgets returns an enforcer over the store's usage-limit policies and spend and starts its flusher; Close
 // stops it.
 func NewBudgets(store *storage.Store, opts BudgetOptions) *Budgets {
-	b := &Budgets{store: store, now: opts.Now, log: opts.Logger, every: opts.FlushInterval,
-		onAlert: opts.OnAlert, onExceeded: opts.OnExceeded, unpriced: map[string]bool{},
-		stop: make(chan struct{}), done: make(chan struct{})}
-	if b.now == nil {
-		b.now = time.Now
-	}
-	if b.log == nil {
-		b.log = slog.Default()
-	}
-	if b.every <= 0 {
-		b.every = time.Second
-	}
-	go b.run()
+	b := &Budgets{onAlert: opts.OnAlert, onExceeded: opts.OnExceeded, unpriced: map[string]bool{}}
+	b.base.init(store, opts.Now, opts.Logger, opts.FlushInterval)
+	b.workspaces.init(store.UsageLimits, b.compile, b.log, "budget: list usage-limit policies")
+	b.start(b.every, b.flush, b.log, "budget: save spend")
 	return b
 }
 
@@ -127,16 +106,12 @@ type Hold struct {
 	done   atomic.Bool
 }
 
-type budgetHit struct {
-	p   *budgetPolicy
-	key string
-	c   *spend
-}
+type budgetHit = hit[*budgetPolicy, *spend]
 
 // Enforces reports whether the workspace has an active usage-limit policy, so that a caller can skip building
 // Attrs for workspaces without budgets: a map read and an atomic load. A nil Budgets enforces nothing.
 func (b *Budgets) Enforces(workspaceID string) bool {
-	return b != nil && workspaceID != "" && len(b.snapshot(workspaceID).policies) > 0
+	return b != nil && workspaceID != "" && len(b.workspaces.snapshot(workspaceID).policies) > 0
 }
 
 // Reserve reserves the request's largest possible cost (see estimate) with every matching active usage-limit
@@ -149,7 +124,7 @@ func (b *Budgets) Reserve(a *Attrs) (*Hold, *BudgetExceeded) {
 	if b == nil || a == nil || a.WorkspaceID == "" {
 		return nil, nil
 	}
-	snap := b.snapshot(a.WorkspaceID)
+	snap := b.workspaces.snapshot(a.WorkspaceID)
 	if len(snap.policies) == 0 {
 		return nil, nil
 	}
@@ -169,7 +144,7 @@ func (b *Budgets) Reserve(a *Attrs) (*Hold, *BudgetExceeded) {
 		for i := range hits {
 			hits[i].c = hits[i].p.set.get(b, hits[i].key, now)
 		}
-		if lockSpends(hits) {
+		if lockAll(hits) {
 			break
 		}
 	}
@@ -180,7 +155,7 @@ func (b *Budgets) Reserve(a *Attrs) (*Hold, *BudgetExceeded) {
 		h.c.used = nanos
 		if committed := h.c.spent + h.c.reserved; committed >= h.p.limit {
 			ex := &BudgetExceeded{PolicyID: h.p.sel.id, Type: h.p.typ, Limit: h.p.limit, Committed: committed}
-			unlockSpends(hits)
+			unlockAll(hits)
 			if b.onExceeded != nil {
 				b.onExceeded(ex.PolicyID)
 			}
@@ -199,7 +174,7 @@ func (b *Budgets) Reserve(a *Attrs) (*Hold, *BudgetExceeded) {
 		h.c.reserved += amount
 		hold.hits = append(hold.hits, held{p: h.p, c: h.c, amount: amount})
 	}
-	unlockSpends(hits)
+	unlockAll(hits)
 	if costs {
 		hold.model = strings.Clone(est.model)
 		if !est.priced {
@@ -337,32 +312,10 @@ func requestedOutput(body *schema.Body) int64 {
 	return out
 }
 
-func lockSpends(hits []budgetHit) bool {
-	for i := range hits {
-		hits[i].c.mu.Lock()
-		if hits[i].c.evicted {
-			unlockSpends(hits[:i+1])
-			return false
-		}
-	}
-	return true
-}
-
-func unlockSpends(hits []budgetHit) {
-	for i := range hits {
-		hits[i].c.mu.Unlock()
-	}
-}
-
 // Close stops the flusher and saves every changed spend, synced. Close does not close the store.
 func (b *Budgets) Close() error {
 	if b == nil {
 		return nil
 	}
-	b.closeOnce.Do(func() {
-		close(b.stop)
-		<-b.done
-		b.closeErr = b.flush()
-	})
-	return b.closeErr
+	return b.close(b.flush)
 }

@@ -15,88 +15,40 @@ import (
 // again from the store when a request comes.
 const budgetIdle = 10 * time.Minute
 
-type budgetRetired struct {
-	ws, policyID string
-	set          *spendSet // nil for a policy deleted while archived
-	mode         retireMode
-}
-
-func (b *Budgets) run() {
-	defer close(b.done)
-	t := time.NewTicker(b.every)
-	defer t.Stop()
-	for {
-		select {
-		case <-b.stop:
-			return
-		case <-t.C:
-			if err := b.flush(); err != nil {
-				b.log.Error("budget: save spend", "err", err)
-			}
-		}
-	}
-}
-
 // flush removes the saved spend of deleted policies, then saves every changed spend in one synced batch and
 // forgets the groups idle for budgetIdle.
 func (b *Budgets) flush() error {
 	b.flushMu.Lock()
 	defer b.flushMu.Unlock()
 	now := b.now()
-	b.mu.Lock()
-	gone, stale := b.retired, b.sweepStale
-	b.retired, b.sweepStale = nil, nil
-	b.mu.Unlock()
-
-	var errs []error
-	deleted := map[string]bool{} // ws/policy: an archive's last save queued before the delete is skipped
-	for _, r := range gone {
-		if r.mode == retireDelete {
-			deleted[r.ws+"/"+r.policyID] = true
-			if err := b.store.BudgetSpend.DeletePolicy(r.ws, r.policyID); err != nil {
-				errs = append(errs, err)
-			}
-		}
-	}
-	for _, ws := range stale {
-		if err := b.dropStale(ws); err != nil {
-			errs = append(errs, err)
-		}
-	}
+	gone, stale := b.retire.take()
+	deleted, errs := dropDeleted(b.store.BudgetSpend, b.store.UsageLimits, usageLimitID, gone, stale)
 	var records []*storage.BudgetRecord
-	var saved []*spend
-	b.workspaces.Range(func(_, v any) bool {
-		if s := v.(*budgetWorkspace).snap.Load(); s != nil {
-			for _, p := range s.policies {
-				records, saved = p.set.sweep(p, now, true, records, saved)
-			}
+	var saved []*guard
+	b.workspaces.each(func(s *budgetSnapshot) {
+		for _, p := range s.policies {
+			records, saved = p.set.sweep(p, now, true, records, saved)
 		}
-		return true
 	})
 	for _, r := range gone {
+		// An archive's last save queued before the delete is skipped.
 		if r.mode == retireFlush && !deleted[r.ws+"/"+r.policyID] {
 			records, saved = r.set.sweep(nil, now, false, records, saved)
 		}
 	}
 	err := b.store.BudgetSpend.SaveBatch(records, nil)
-	for _, c := range saved {
-		c.mu.Lock()
-		if err != nil {
-			c.dirty = true
-		} else {
-			c.saved = true
-		}
-		c.mu.Unlock()
-	}
+	markSaved(saved, err)
 	if err != nil {
 		errs = append(errs, fmt.Errorf("budget: save %d groups: %w", len(records), err))
 	}
 	return errors.Join(errs...)
 }
 
+func usageLimitID(p *storage.UsageLimitPolicy) string { return p.ID }
+
 // sweep appends the set's changed spend; with evict it forgets the groups that hold no reservation, are saved
 // and were not used for budgetIdle. p (nil for a retired set) rolls the groups into the current period first.
-func (s *spendSet) sweep(p *budgetPolicy, now time.Time, evict bool, records []*storage.BudgetRecord, saved []*spend) ([]*storage.BudgetRecord, []*spend) {
+func (s *spendSet) sweep(p *budgetPolicy, now time.Time, evict bool, records []*storage.BudgetRecord, saved []*guard) ([]*storage.BudgetRecord, []*guard) {
 	nanos := now.UnixNano()
 	s.m.Range(func(k, v any) bool {
 		c := v.(*spend)
@@ -108,7 +60,7 @@ func (s *spendSet) sweep(p *budgetPolicy, now time.Time, evict bool, records []*
 		if c.dirty {
 			c.dirty = false
 			records = append(records, c.record())
-			saved = append(saved, c)
+			saved = append(saved, &c.guard)
 			return true
 		}
 		if evict && c.reserved == 0 && nanos-c.used > int64(budgetIdle) {
@@ -118,32 +70,6 @@ func (s *spendSet) sweep(p *budgetPolicy, now time.Time, evict bool, records []*
 		return true
 	})
 	return records, saved
-}
-
-// dropStale removes the saved spend of policies deleted while the gateway was not running.
-func (b *Budgets) dropStale(ws string) error {
-	if !storage.ValidID(ws) {
-		return nil
-	}
-	ids, err := b.store.BudgetSpend.PolicyIDs(ws)
-	if err != nil || len(ids) == 0 {
-		return err
-	}
-	list, err := b.store.UsageLimits.List(ws)
-	if err != nil {
-		return err
-	}
-	exists := make(map[string]bool, len(list))
-	for _, p := range list {
-		exists[p.ID] = true
-	}
-	var errs []error
-	for _, id := range ids {
-		if !exists[id] {
-			errs = append(errs, b.store.BudgetSpend.DeletePolicy(ws, id))
-		}
-	}
-	return errors.Join(errs...)
 }
 
 // MaxUsageGroups is how many groups a policy's usage lists, largest first.
@@ -195,24 +121,22 @@ func (b *Budgets) Usage(pol *storage.UsageLimitPolicy) PolicyUsage {
 			spentBy[r.Group] = r.Spend
 		}
 	}
-	if v, ok := b.workspaces.Load(pol.WorkspaceID); ok {
-		if s := v.(*budgetWorkspace).snap.Load(); s != nil {
-			for _, p := range s.policies {
-				if p.sel.id != pol.ID || p.typ != pol.Type || p.reset != reset {
-					continue
-				}
-				p.set.m.Range(func(_, v any) bool {
-					c := v.(*spend)
-					c.mu.Lock()
-					if c.period == u.PeriodStart {
-						spentBy[c.group] = c.spent
-					} else {
-						delete(spentBy, c.group)
-					}
-					c.mu.Unlock()
-					return true
-				})
+	if s := b.workspaces.current(pol.WorkspaceID); s != nil {
+		for _, p := range s.policies {
+			if p.sel.id != pol.ID || p.typ != pol.Type || p.reset != reset {
+				continue
 			}
+			p.set.m.Range(func(_, v any) bool {
+				c := v.(*spend)
+				c.mu.Lock()
+				if c.period == u.PeriodStart {
+					spentBy[c.group] = c.spent
+				} else {
+					delete(spentBy, c.group)
+				}
+				c.mu.Unlock()
+				return true
+			})
 		}
 	}
 	for group, spent := range spentBy {

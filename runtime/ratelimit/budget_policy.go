@@ -6,7 +6,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/llmgw/gateway/storage"
@@ -44,19 +43,9 @@ func compileBudget(up *storage.UsageLimitPolicy) (*budgetPolicy, error) {
 			return nil, fmt.Errorf("periodic_reset %q is neither monthly nor weekly", p.reset)
 		}
 	}
-	for i, c := range up.Conditions {
-		at, err := parseAttr(c.Key)
-		if err != nil {
-			return nil, fmt.Errorf("conditions[%d].key: %w", i, err)
-		}
-		p.sel.conds = append(p.sel.conds, cond{attr: at, want: c.Value})
-	}
-	for i, g := range up.GroupBy {
-		at, err := parseAttr(g.Key)
-		if err != nil {
-			return nil, fmt.Errorf("group_by[%d].key: %w", i, err)
-		}
-		p.sel.groups = append(p.sel.groups, at)
+	var err error
+	if p.sel.conds, p.sel.groups, err = compileSelectors(up.Conditions, up.GroupBy); err != nil {
+		return nil, err
 	}
 	return p, nil
 }
@@ -126,30 +115,18 @@ func (s *spendSet) get(b *Budgets, key string, now time.Time) *spend {
 	return v.(*spend)
 }
 
-// groupName is how a group is spelled in storage and in the view: "" without group_by, else key=value pairs
-// in query-string escaping (as the rate limiter's counters).
-func groupName(groups []attr, key string) string {
-	if len(groups) == 1 {
-		return string(appendPair(nil, groups[0].key, key))
-	}
-	return key
-}
-
 // spend is one group's spend in its current period, and what running requests hold reserved against it.
 type spend struct {
 	set   *spendSet
 	key   string // in set.m
 	group string // as stored
 
-	mu       sync.Mutex
+	guard          // mu guards the rest
 	period   int64 // start of the counted period (Unix seconds); 0 without periodic reset
 	spent    float64
 	reserved float64
 	alerted  bool  // the alert threshold was reported in this period
 	used     int64 // Unix nanoseconds of the last reservation or settlement, for eviction
-	dirty    bool
-	saved    bool
-	evicted  bool
 }
 
 // roll moves the spend into the period that starts at start: a later period starts from nothing (and may alert
@@ -166,13 +143,7 @@ func (c *spend) record() *storage.BudgetRecord {
 		Reset: c.set.reset, PeriodStart: c.period, Spend: c.spent, Alerted: c.alerted}
 }
 
-// budgetWorkspace holds the compiled active usage-limit policies of one workspace.
-type budgetWorkspace struct {
-	id   string
-	mu   sync.Mutex
-	snap atomic.Pointer[budgetSnapshot]
-}
-
+// budgetSnapshot is what a workspace's usage-limit policies were at one generation of their store.
 type budgetSnapshot struct {
 	gen      uint64
 	policies []*budgetPolicy // active and enforceable, ordered by ID: the order groups are locked in
@@ -180,42 +151,10 @@ type budgetSnapshot struct {
 	dormant  map[string]*spendSet // the spend of archived policies seen active in this process
 }
 
-// snapshot returns the workspace's current policies: one map read and one atomic load while nothing changed.
-func (b *Budgets) snapshot(wsID string) *budgetSnapshot {
-	v, ok := b.workspaces.Load(wsID)
-	if !ok {
-		v, _ = b.workspaces.LoadOrStore(wsID, &budgetWorkspace{id: wsID})
-	}
-	w := v.(*budgetWorkspace)
-	if s := w.snap.Load(); s != nil && s.gen == b.store.UsageLimits.Generation() {
-		return s
-	}
-	return b.reload(w)
-}
-
-func (b *Budgets) reload(w *budgetWorkspace) *budgetSnapshot {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	gen := b.store.UsageLimits.Generation()
-	old := w.snap.Load()
-	if old != nil && old.gen == gen {
-		return old
-	}
-	list, err := b.store.UsageLimits.List(w.id)
-	if err != nil {
-		b.log.Error("budget: list usage-limit policies", "workspace", w.id, "err", err)
-		if old != nil {
-			return old
-		}
-		return &budgetSnapshot{}
-	}
-	s := b.compile(w.id, gen, list, old)
-	w.snap.Store(s)
-	return s
-}
+func (s *budgetSnapshot) generation() uint64 { return s.gen }
 
 // compile builds the workspace's snapshot, carrying over the spend of policies that still count the same way;
-// the others are retired (see budgetRetired).
+// the others are retired (see retired).
 func (b *Budgets) compile(ws string, gen uint64, list []*storage.UsageLimitPolicy, old *budgetSnapshot) *budgetSnapshot {
 	s := &budgetSnapshot{gen: gen, stored: make(map[string]bool, len(list)), dormant: map[string]*spendSet{}}
 	prev := map[string]*spendSet{} // the sets of the old snapshot, active or dormant
@@ -229,7 +168,7 @@ func (b *Budgets) compile(ws string, gen uint64, list []*storage.UsageLimitPolic
 			wasActive[p.sel.id] = true
 		}
 	}
-	var gone []budgetRetired
+	var gone []retired[*spendSet]
 	for _, up := range list {
 		s.stored[up.ID] = true
 		if up.Status != "active" {
@@ -238,7 +177,7 @@ func (b *Budgets) compile(ws string, gen uint64, list []*storage.UsageLimitPolic
 				s.dormant[up.ID] = set
 				delete(prev, up.ID)
 				if wasActive[up.ID] {
-					gone = append(gone, budgetRetired{ws: ws, policyID: up.ID, set: set, mode: retireFlush})
+					gone = append(gone, retired[*spendSet]{ws: ws, policyID: up.ID, set: set, mode: retireFlush})
 				}
 			}
 			continue
@@ -261,23 +200,18 @@ func (b *Budgets) compile(ws string, gen uint64, list []*storage.UsageLimitPolic
 	for id, set := range prev {
 		if s.stored[id] {
 			// Counts another way now: forgotten; the new set ignores records of the old type or reset.
-			gone = append(gone, budgetRetired{ws: ws, policyID: id, set: set, mode: retireDiscard})
+			gone = append(gone, retired[*spendSet]{ws: ws, policyID: id, set: set, mode: retireDiscard})
 		} else {
-			gone = append(gone, budgetRetired{ws: ws, policyID: id, set: set, mode: retireDelete})
+			gone = append(gone, retired[*spendSet]{ws: ws, policyID: id, set: set, mode: retireDelete})
 		}
 	}
 	if old != nil {
 		for id := range old.stored {
 			if !s.stored[id] && prev[id] == nil {
-				gone = append(gone, budgetRetired{ws: ws, policyID: id, mode: retireDelete}) // deleted, never loaded
+				gone = append(gone, retired[*spendSet]{ws: ws, policyID: id, mode: retireDelete}) // deleted, never loaded
 			}
 		}
 	}
-	b.mu.Lock()
-	b.retired = append(b.retired, gone...)
-	if old == nil {
-		b.sweepStale = append(b.sweepStale, ws)
-	}
-	b.mu.Unlock()
+	b.retire.add(ws, gone, old == nil)
 	return s
 }

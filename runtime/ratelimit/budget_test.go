@@ -301,8 +301,7 @@ func TestBudgetConditionsAndAllOrNothing(t *testing.T) {
 		t.Fatalf("narrow %+v", u)
 	}
 	// reservations left: none, so the wide policy admits up to its limit
-	v, _ := e.b.workspaces.Load(e.ws)
-	for _, p := range v.(*budgetWorkspace).snap.Load().policies {
+	for _, p := range e.b.workspaces.current(e.ws).policies {
 		p.set.m.Range(func(_, s any) bool {
 			if r := s.(*spend).reserved; r != 0 {
 				t.Errorf("policy %s holds %v reserved", p.sel.id, r)

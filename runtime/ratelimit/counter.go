@@ -44,7 +44,7 @@ func (s *counterSet) get(l *Limiter, key string, nanos int64) *counter {
 		return v.(*counter)
 	}
 	key = strings.Clone(key) // key may point into the request's body
-	c := &counter{set: s, key: key, group: s.groupName(key)}
+	c := &counter{set: s, key: key, group: groupName(s.groups, key)}
 	rec, ok, err := l.store.Counters.Load(s.ws, s.policyID, c.group)
 	if err != nil {
 		l.log.Error("ratelimit: load counter", "policy", s.policyID, "group", c.group, "err", err)
@@ -56,11 +56,11 @@ func (s *counterSet) get(l *Limiter, key string, nanos int64) *counter {
 	return v.(*counter)
 }
 
-// groupName is how a counter's group is spelled in storage: "" without group_by, else key=value pairs in
-// query-string escaping, so that different group_by keys never share a record.
-func (s *counterSet) groupName(key string) string {
-	if len(s.groups) == 1 {
-		return string(appendPair(nil, s.groups[0].key, key))
+// groupName is how a group is spelled in storage and in the budgets' view: "" without group_by, else key=value
+// pairs in query-string escaping, so that different group_by keys never share a record.
+func groupName(groups []attr, key string) string {
+	if len(groups) == 1 {
+		return string(appendPair(nil, groups[0].key, key))
 	}
 	return key // "" or already the pairs (see policy.groupKey)
 }
@@ -73,13 +73,10 @@ type counter struct {
 	key   string // in set.m
 	group string // as stored
 
-	mu      sync.Mutex
+	guard   // mu guards the rest
 	last    int64
 	total   float64
 	buckets [nBuckets]float64
-	dirty   bool // changed since it was last saved
-	saved   bool // a record of it may be in the store
-	evicted bool // removed from set.m: whoever holds it looks it up again
 }
 
 // advance moves the window so that bucket b is the newest, emptying the buckets that left it, and returns the

@@ -161,11 +161,10 @@ func (e *env) flush() {
 
 // counters returns the number of counters in memory of the policy in the env's workspace.
 func (e *env) counters(policyID string) int {
-	v, ok := e.l.workspaces.Load(e.ws)
-	if !ok {
+	s := e.l.workspaces.current(e.ws)
+	if s == nil {
 		return 0
 	}
-	s := v.(*workspace).snap.Load()
 	for _, p := range s.policies {
 		if p.id == policyID {
 			n := 0

@@ -36,39 +36,42 @@ type Options struct {
 
 // Limiter enforces the rate-limit policies of every workspace. It is safe for concurrent use.
 type Limiter struct {
-	store *storage.Store
-	now   func() time.Time
-	log   *slog.Logger
-	every time.Duration
-
-	workspaces sync.Map // workspace ID → *workspace
-
-	mu         sync.Mutex // guards retired and sweepStale, handed from reloads to the flusher
-	retired    []retired
-	sweepStale []string // workspaces seen for the first time: remove saved counters of policies deleted meanwhile
-
-	flushMu   sync.Mutex // one flush at a time
-	stop      chan struct{}
-	done      chan struct{}
-	closeOnce sync.Once
-	closeErr  error
+	base
+	workspaces workspaces[storage.RateLimitPolicy, snapshot, *snapshot]
+	retire     retirements[*counterSet]
 }
 
 // New returns a limiter over the store's policies and counters and starts its flusher; Close stops it.
 func New(store *storage.Store, opts Options) *Limiter {
-	l := &Limiter{store: store, now: opts.Now, log: opts.Logger, every: opts.FlushInterval,
-		stop: make(chan struct{}), done: make(chan struct{})}
-	if l.now == nil {
-		l.now = time.Now
-	}
-	if l.log == nil {
-		l.log = slog.Default()
-	}
-	if l.every <= 0 {
-		l.every = time.Second
-	}
-	go l.run()
+	l := &Limiter{}
+	l.base.init(store, opts.Now, opts.Logger, opts.FlushInterval)
+	l.workspaces.init(store.Policies, l.compile, l.log, "ratelimit: list policies")
+	l.start(l.every, l.flush, l.log, "ratelimit: save counters")
 	return l
+}
+
+// base is what the Limiter and the Budgets share besides their policies: the store, the clock, the logger and
+// the flusher that saves their state.
+type base struct {
+	store *storage.Store
+	now   func() time.Time
+	log   *slog.Logger
+	every time.Duration
+	flusher
+}
+
+// init sets the options' values, or their defaults: time.Now, slog.Default() and a flush every second.
+func (b *base) init(store *storage.Store, now func() time.Time, log *slog.Logger, every time.Duration) {
+	b.store, b.now, b.log, b.every = store, now, log, every
+	if b.now == nil {
+		b.now = time.Now
+	}
+	if b.log == nil {
+		b.log = slog.Default()
+	}
+	if b.every <= 0 {
+		b.every = time.Second
+	}
 }
 
 // inlineTokens is how many matched tokens policies an Admission holds without allocating.
@@ -145,10 +148,12 @@ func ceilSeconds(d time.Duration) int64 {
 // inlineHits is how many matched policies Admit handles without allocating.
 const inlineHits = 8
 
-type hit struct {
-	p   *policy
+// hit is a policy that matched a request (a rate-limit or a usage-limit one), the request's group key in it,
+// and that group's counter or spend.
+type hit[P any, C guarded] struct {
+	p   P
 	key string
-	c   *counter
+	c   C
 }
 
 // Admit decides whether the request may go on. Every matched policy is checked first and only then are the
@@ -159,15 +164,15 @@ func (l *Limiter) Admit(a *Attrs) (Admission, *Exceeded) {
 	if l == nil || a == nil || a.WorkspaceID == "" {
 		return adm, nil
 	}
-	snap := l.snapshot(a.WorkspaceID)
+	snap := l.workspaces.snapshot(a.WorkspaceID)
 	if len(snap.policies) == 0 {
 		return adm, nil
 	}
-	var buf [inlineHits]hit
+	var buf [inlineHits]hit[*policy, *counter]
 	hits := buf[:0]
 	for _, p := range snap.policies {
 		if p.matches(a) {
-			hits = append(hits, hit{p: p, key: p.groupKey(a)})
+			hits = append(hits, hit[*policy, *counter]{p: p, key: p.groupKey(a)})
 		}
 	}
 	if len(hits) == 0 {
@@ -183,7 +188,7 @@ func (l *Limiter) Admit(a *Attrs) (Admission, *Exceeded) {
 		}
 	}
 
-	var refused *hit
+	var refused *hit[*policy, *counter]
 	var refusedAfter time.Duration
 	for i := range hits {
 		h := &hits[i]
@@ -202,7 +207,7 @@ func (l *Limiter) Admit(a *Attrs) (Admission, *Exceeded) {
 		return Admission{}, ex
 	}
 
-	var tight *hit
+	var tight *hit[*policy, *counter]
 	tightShare := math.Inf(1)
 	for i := range hits {
 		h := &hits[i]
@@ -236,12 +241,27 @@ func (p *policy) fits(total float64) bool {
 	return total+1 <= p.value
 }
 
-// lockAll locks the hits' counters in order. When one was evicted meanwhile it unlocks them all and reports
-// false: the caller looks the counters up again.
-func lockAll(hits []hit) bool {
+// guard is the lock of one group's counter or spend, and the state of it that the request path and the flusher
+// share.
+type guard struct {
+	mu      sync.Mutex
+	dirty   bool // changed since it was last saved
+	saved   bool // a record of it may be in the store
+	evicted bool // removed from its set: whoever holds it looks it up again
+}
+
+// guarded is a counter or a spend: what embeds a guard.
+type guarded interface{ lockable() *guard }
+
+func (g *guard) lockable() *guard { return g }
+
+// lockAll locks the hits' counters (or spend) in order. When one was evicted meanwhile it unlocks them all and
+// reports false: the caller looks them up again.
+func lockAll[P any, C guarded](hits []hit[P, C]) bool {
 	for i := range hits {
-		hits[i].c.mu.Lock()
-		if hits[i].c.evicted {
+		g := hits[i].c.lockable()
+		g.mu.Lock()
+		if g.evicted {
 			unlockAll(hits[:i+1])
 			return false
 		}
@@ -249,9 +269,9 @@ func lockAll(hits []hit) bool {
 	return true
 }
 
-func unlockAll(hits []hit) {
+func unlockAll[P any, C guarded](hits []hit[P, C]) {
 	for i := range hits {
-		hits[i].c.mu.Unlock()
+		hits[i].c.lockable().mu.Unlock()
 	}
 }
 
@@ -296,10 +316,5 @@ func (l *Limiter) addTokens(c *counter, v float64, nanos int64) {
 // Close stops the flusher and saves every changed counter, synced. The limiter still admits afterwards, but
 // saves nothing more. Close does not close the store.
 func (l *Limiter) Close() error {
-	l.closeOnce.Do(func() {
-		close(l.stop)
-		<-l.done
-		l.closeErr = l.flush()
-	})
-	return l.closeErr
+	return l.close(l.flush)
 }

@@ -2,6 +2,7 @@ package ratelimit
 
 import (
 	"fmt"
+	"log/slog"
 	"net/url"
 	"slices"
 	"strings"
@@ -134,21 +135,31 @@ func compilePolicy(rp *storage.RateLimitPolicy) (*policy, error) {
 	if _, ok := units[rp.Unit]; !ok {
 		return nil, fmt.Errorf("unit %q is not rpm, rph or rpd", rp.Unit)
 	}
-	for i, c := range rp.Conditions {
-		at, err := parseAttr(c.Key)
-		if err != nil {
-			return nil, fmt.Errorf("conditions[%d].key: %w", i, err)
-		}
-		p.conds = append(p.conds, cond{attr: at, want: c.Value})
-	}
-	for i, g := range rp.GroupBy {
-		at, err := parseAttr(g.Key)
-		if err != nil {
-			return nil, fmt.Errorf("group_by[%d].key: %w", i, err)
-		}
-		p.groups = append(p.groups, at)
+	var err error
+	if p.conds, p.groups, err = compileSelectors(rp.Conditions, rp.GroupBy); err != nil {
+		return nil, err
 	}
 	return p, nil
+}
+
+// compileSelectors compiles a policy's conditions and group_by keys, which rate-limit and usage-limit policies
+// share; an error names the key that keeps the policy from being enforced.
+func compileSelectors(matches []storage.PolicyMatch, groupBy []storage.PolicyGroup) (conds []cond, groups []attr, err error) {
+	for i, c := range matches {
+		at, err := parseAttr(c.Key)
+		if err != nil {
+			return nil, nil, fmt.Errorf("conditions[%d].key: %w", i, err)
+		}
+		conds = append(conds, cond{attr: at, want: c.Value})
+	}
+	for i, g := range groupBy {
+		at, err := parseAttr(g.Key)
+		if err != nil {
+			return nil, nil, fmt.Errorf("group_by[%d].key: %w", i, err)
+		}
+		groups = append(groups, at)
+	}
+	return conds, groups, nil
 }
 
 // groupSig spells the policy's group_by keys, which a counter set must share to be carried over an update.
@@ -206,11 +217,93 @@ func appendPair(b []byte, k, v string) []byte {
 	return append(b, url.QueryEscape(v)...)
 }
 
+// policyStore is a store of one kind of policy, storage's Policies or UsageLimits, as the enforcers read it.
+type policyStore[T any] interface {
+	Generation() uint64
+	List(workspaceID string) ([]*T, error)
+}
+
+// versioned is a workspace's compiled policies (S), which know the generation of the store they were read at.
+type versioned[S any] interface {
+	*S
+	generation() uint64
+}
+
+// workspaces holds the compiled active policies of every workspace, of one kind of policy (T, compiled into
+// snapshots S): the Limiter's and the Budgets' bookkeeping of policy changes, which they share.
+type workspaces[T, S any, PS versioned[S]] struct {
+	m       sync.Map // workspace ID → *workspace[S]
+	store   policyStore[T]
+	compile func(ws string, gen uint64, list []*T, old *S) *S
+	log     *slog.Logger
+	listErr string // logged when the policies cannot be listed
+}
+
 // workspace holds the compiled active policies of one workspace.
-type workspace struct {
+type workspace[S any] struct {
 	id   string
 	mu   sync.Mutex // one reload at a time
-	snap atomic.Pointer[snapshot]
+	snap atomic.Pointer[S]
+}
+
+func (w *workspaces[T, S, PS]) init(store policyStore[T], compile func(ws string, gen uint64, list []*T, old *S) *S, log *slog.Logger, listErr string) {
+	w.store, w.compile, w.log, w.listErr = store, compile, log, listErr
+}
+
+// snapshot returns the workspace's current policies: one map read and one atomic load while nothing changed.
+func (w *workspaces[T, S, PS]) snapshot(wsID string) *S {
+	v, ok := w.m.Load(wsID)
+	if !ok {
+		v, _ = w.m.LoadOrStore(wsID, &workspace[S]{id: wsID})
+	}
+	ws := v.(*workspace[S])
+	if s := ws.snap.Load(); s != nil && PS(s).generation() == w.store.Generation() {
+		return s
+	}
+	return w.reload(ws)
+}
+
+// reload reads the workspace's policies again. The generation is read before the list, so that a write racing
+// the read leaves the snapshot stale rather than current.
+func (w *workspaces[T, S, PS]) reload(ws *workspace[S]) *S {
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	gen := w.store.Generation()
+	old := ws.snap.Load()
+	if old != nil && PS(old).generation() == gen {
+		return old
+	}
+	list, err := w.store.List(ws.id)
+	if err != nil {
+		// Keep enforcing what was known; the next request tries again.
+		w.log.Error(w.listErr, "workspace", ws.id, "err", err)
+		if old != nil {
+			return old
+		}
+		return new(S)
+	}
+	s := w.compile(ws.id, gen, list, old)
+	ws.snap.Store(s)
+	return s
+}
+
+// current returns the workspace's snapshot as it is, without reading the store; nil before its first request.
+func (w *workspaces[T, S, PS]) current(wsID string) *S {
+	v, ok := w.m.Load(wsID)
+	if !ok {
+		return nil
+	}
+	return v.(*workspace[S]).snap.Load()
+}
+
+// each calls fn with the snapshot of every workspace that has one.
+func (w *workspaces[T, S, PS]) each(fn func(*S)) {
+	w.m.Range(func(_, v any) bool {
+		if s := v.(*workspace[S]).snap.Load(); s != nil {
+			fn(s)
+		}
+		return true
+	})
 }
 
 // snapshot is what a workspace's policies were at one generation of the policy store.
@@ -220,42 +313,7 @@ type snapshot struct {
 	stored   map[string]bool // the ID of every policy of the workspace in the store, active or not
 }
 
-// snapshot returns the workspace's current policies: one map read and one atomic load while nothing changed.
-func (l *Limiter) snapshot(wsID string) *snapshot {
-	v, ok := l.workspaces.Load(wsID)
-	if !ok {
-		v, _ = l.workspaces.LoadOrStore(wsID, &workspace{id: wsID})
-	}
-	w := v.(*workspace)
-	if s := w.snap.Load(); s != nil && s.gen == l.store.Policies.Generation() {
-		return s
-	}
-	return l.reload(w)
-}
-
-// reload reads the workspace's policies again. The generation is read before the list, so that a write racing
-// the read leaves the snapshot stale rather than current.
-func (l *Limiter) reload(w *workspace) *snapshot {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	gen := l.store.Policies.Generation()
-	old := w.snap.Load()
-	if old != nil && old.gen == gen {
-		return old
-	}
-	list, err := l.store.Policies.List(w.id)
-	if err != nil {
-		// Keep enforcing what was known; the next request tries again.
-		l.log.Error("ratelimit: list policies", "workspace", w.id, "err", err)
-		if old != nil {
-			return old
-		}
-		return &snapshot{}
-	}
-	s := l.compile(w.id, gen, list, old)
-	w.snap.Store(s)
-	return s
-}
+func (s *snapshot) generation() uint64 { return s.gen }
 
 // compile builds the workspace's snapshot. Counter sets of policies that are still active and count the same
 // way are carried over; the others are retired: saved one last time when the policy was archived, removed from
@@ -288,30 +346,25 @@ func (l *Limiter) compile(ws string, gen uint64, list []*storage.RateLimitPolicy
 	}
 	slices.SortFunc(s.policies, func(a, b *policy) int { return strings.Compare(a.id, b.id) })
 
-	var gone []retired
+	var gone []retired[*counterSet]
 	for id, o := range prev {
 		switch {
 		case !s.stored[id]:
-			gone = append(gone, retired{ws: ws, policyID: id, set: o.set, mode: retireDelete})
+			gone = append(gone, retired[*counterSet]{ws: ws, policyID: id, set: o.set, mode: retireDelete})
 		case s.hasActive(id):
-			gone = append(gone, retired{ws: ws, policyID: id, set: o.set, mode: retireDiscard})
+			gone = append(gone, retired[*counterSet]{ws: ws, policyID: id, set: o.set, mode: retireDiscard})
 		default:
-			gone = append(gone, retired{ws: ws, policyID: id, set: o.set, mode: retireFlush})
+			gone = append(gone, retired[*counterSet]{ws: ws, policyID: id, set: o.set, mode: retireFlush})
 		}
 	}
 	if old != nil {
 		for id := range old.stored {
 			if !s.stored[id] && !old.hasActive(id) {
-				gone = append(gone, retired{ws: ws, policyID: id, mode: retireDelete}) // deleted while archived
+				gone = append(gone, retired[*counterSet]{ws: ws, policyID: id, mode: retireDelete}) // deleted while archived
 			}
 		}
 	}
-	l.mu.Lock()
-	l.retired = append(l.retired, gone...)
-	if old == nil {
-		l.sweepStale = append(l.sweepStale, ws)
-	}
-	l.mu.Unlock()
+	l.retire.add(ws, gone, old == nil)
 	return s
 }
 
