@@ -65,13 +65,14 @@ type PluginCondition func(ctx context.Context, workspaceID, pluginID string, in 
 // Engine executes inference requests: it picks the config, walks its strategy tree, calls providers with
 // retries, timeouts and circuit breakers, and returns the answer to send. It is safe for concurrent use.
 type Engine struct {
-	store    *storage.Store
-	client   *http.Client
-	configs  *config.PlanCache
-	breakers breakers
-	guard    *netguard.Policy
-	resolver netguard.Resolver
-	log      *slog.Logger
+	store     *storage.Store
+	client    *http.Client      // for adapters' own calls (Target.Client)
+	transport http.RoundTripper // the client's transport, which attempts call directly
+	configs   *config.PlanCache
+	breakers  breakers
+	guard     *netguard.Policy
+	resolver  netguard.Resolver
+	log       *slog.Logger
 
 	hookSets        hookSets
 	pluginChecks    guardrails.PluginChecks
@@ -140,6 +141,7 @@ func New(store *storage.Store, opts Options) *Engine {
 		observer:        opts.Observer,
 		store:           store,
 		client:          &http.Client{Transport: opts.Transport, CheckRedirect: noRedirects},
+		transport:       opts.Transport,
 		configs:         config.NewPlanCache(opts.ConfigCacheSize),
 		guard:           opts.HostPolicy,
 		resolver:        netguard.NewCachingResolver(opts.Resolver, 30*time.Second), // the dialer resolves afresh
