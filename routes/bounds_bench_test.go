@@ -81,7 +81,7 @@ func BenchmarkInflightWatch(b *testing.B) {
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		t := f.begin(context.Background(), conn)
-		if t.fd < 0 {
+		if t.wc == nil {
 			b.Fatal("the connection is not watched")
 		}
 		f.unwatch(&t)

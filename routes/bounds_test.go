@@ -241,6 +241,7 @@ func TestInflightHammer(t *testing.T) {
 				f.unwatch(&tr)
 				f.end(tr)
 				server.Close()
+				f.closed(server) // as fasthttp's ConnState reports it
 				if i%2 == 1 {
 					client.Close()
 				}
@@ -257,8 +258,70 @@ func TestInflightHammer(t *testing.T) {
 	if n := f.cancelAll(errShuttingDown); n != 0 {
 		t.Fatalf("%d requests left after every one ended", n)
 	}
+	left := 0
+	f.watcher.conns.Range(func(any, any) bool { left++; return true })
+	f.watcher.byID.Range(func(any, any) bool { left++; return true })
+	if left != 0 {
+		t.Errorf("%d registrations of closed connections kept", left)
+	}
 	f.stopWatching()
 	if tr := f.begin(context.Background(), nil); !errors.Is(context.Cause(tr.ctx), errShuttingDown) {
 		t.Fatalf("a request after shutdown began with %v", context.Cause(tr.ctx))
 	}
+}
+
+// A connection is registered once and serves many requests: the peer's close is noticed during whichever request
+// is current, and a request that ended before is not cancelled by it.
+func TestWatchKeepAliveConnection(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	client, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	server, err := ln.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer server.Close()
+	var f inflight
+	f.init(slog.New(slog.NewTextHandler(io.Discard, nil)))
+	defer f.stopWatching()
+	var first tracked
+	for i := 0; i < 3; i++ {
+		tr := f.begin(context.Background(), server)
+		if tr.wc == nil {
+			t.Fatal("the connection is not watched")
+		}
+		if i == 0 {
+			first = tr
+		} else if tr.wc != first.wc {
+			t.Fatal("the connection was registered again for a later request")
+		}
+		f.unwatch(&tr)
+		f.end(tr)
+	}
+	current := f.begin(context.Background(), server)
+	client.Close()
+	select { // a bounded wait, not a timing assertion
+	case <-current.ctx.Done():
+	case <-time.After(10 * time.Second):
+		t.Fatal("the peer's close was not noticed during the connection's fourth request")
+	}
+	if cause := context.Cause(current.ctx); cause != errCallerGone {
+		t.Fatalf("cause %v, want errCallerGone", cause)
+	}
+	f.unwatch(&current)
+	f.end(current)
+	// A request that begins after the peer has gone is cancelled at once.
+	late := f.begin(context.Background(), server)
+	if context.Cause(late.ctx) != errCallerGone {
+		t.Fatalf("a request on a connection whose peer had gone: cause %v", context.Cause(late.ctx))
+	}
+	f.unwatch(&late)
+	f.end(late)
+	f.closed(server)
 }

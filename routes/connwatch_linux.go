@@ -5,14 +5,17 @@ package routes
 import (
 	"net"
 	"sync"
+	"sync/atomic"
 	"syscall"
 )
 
 // connWatcher notices callers that close their connection (or reset it) while their request is being served:
-// one epoll instance for every watched connection, read by one goroutine. A connection is watched for
-// EPOLLRDHUP (the peer's FIN), EPOLLHUP and EPOLLERR only, never for readable data, so it reads nothing: a
-// pipelined next request stays in the socket for fasthttp. Go's own poller keeps its registration of the same
-// descriptor; an epoll set holds its own. Watching costs an epoll_ctl to add and one to delete.
+// one epoll instance for every watched connection, read by one goroutine. A connection is registered once, on
+// its first watched request, for EPOLLRDHUP (the peer's FIN), EPOLLHUP and EPOLLERR only, edge-triggered, never
+// for readable data, so it reads nothing: a pipelined next request stays in the socket for fasthttp. Go's own
+// poller keeps its registration of the same descriptor; an epoll set holds its own, and the kernel drops it when
+// the connection's descriptor is closed. A request then only marks itself as the connection's current one
+// (an atomic store): no system call per request, which two epoll_ctl calls per request used to cost.
 //
 // It is safe for concurrent use.
 type connWatcher struct {
@@ -22,13 +25,25 @@ type connWatcher struct {
 	wake   [2]int // a pipe: a byte written to wake[1] stops the loop
 	gone   func(id uint64)
 	done   chan struct{}
+
+	conns  sync.Map // net.Conn → *watchedConn, until the server reports the connection closed (forget)
+	byID   sync.Map // the registration's id → *watchedConn, for the loop
+	nextID atomic.Uint64
 }
 
-// wakeID is the token of the wake pipe; requests are numbered from 1.
+// watchedConn is one registered connection.
+type watchedConn struct {
+	id      uint64
+	current atomic.Uint64 // the id of the request being served on it; 0 between requests
+	gone    atomic.Bool   // its peer has gone
+}
+
+// wakeID is the token of the wake pipe; connections are numbered from 1.
 const wakeID = 0
 
-// newConnWatcher starts a watcher that calls gone with the id a connection was watched under when its peer
-// goes away. gone runs on the watcher's goroutine and must not block.
+// newConnWatcher starts a watcher that calls gone with the id a request was watched under when its caller goes
+// away. gone runs on the watcher's goroutine (or on the request's, when the caller had gone already) and must
+// not block.
 func newConnWatcher(gone func(id uint64)) (*connWatcher, error) {
 	epfd, err := syscall.EpollCreate1(syscall.EPOLL_CLOEXEC)
 	if err != nil {
@@ -48,38 +63,61 @@ func newConnWatcher(gone func(id uint64)) (*connWatcher, error) {
 	return w, nil
 }
 
-// watch starts watching conn under id and returns the descriptor to pass to unwatch, or -1 when conn cannot
-// be watched (it has no descriptor, or the watcher is closed).
-func (w *connWatcher) watch(conn net.Conn, id uint64) int {
+// watch marks request id as the one being served on conn, registering conn on its first request, and returns
+// its registration, or nil when conn cannot be watched (it has no descriptor, or the watcher is closed). A
+// caller that has gone already is reported at once.
+func (w *connWatcher) watch(conn net.Conn, id uint64) *watchedConn {
+	var wc *watchedConn
+	if v, ok := w.conns.Load(conn); ok {
+		wc = v.(*watchedConn)
+	} else if wc = w.register(conn); wc == nil {
+		return nil
+	}
+	wc.current.Store(id)
+	if wc.gone.Load() {
+		w.gone(id)
+	}
+	return wc
+}
+
+// register adds conn to the epoll set; nil when it cannot be watched.
+func (w *connWatcher) register(conn net.Conn) *watchedConn {
 	sc, ok := conn.(syscall.Conn)
 	if !ok {
-		return -1
+		return nil
 	}
 	raw, err := sc.SyscallConn()
 	if err != nil {
-		return -1
+		return nil
 	}
 	w.mu.RLock()
 	defer w.mu.RUnlock()
 	if w.closed {
-		return -1
+		return nil
 	}
+	wc := &watchedConn{id: w.nextID.Add(1)}
 	op := addOps.Get().(*addOp)
-	// One shot: a peer that has gone stays gone, and a level-triggered report would repeat until unwatch.
-	op.epfd, op.fd = w.epfd, -1
-	op.ev = syscall.EpollEvent{Events: syscall.EPOLLRDHUP | syscall.EPOLLONESHOT, Fd: int32(uint32(id)), Pad: int32(uint32(id >> 32))}
+	// Edge-triggered: a peer that has gone stays gone, and a level-triggered report would repeat.
+	op.epfd, op.ok = w.epfd, false
+	op.ev = syscall.EpollEvent{Events: syscall.EPOLLRDHUP | uint32(1)<<31 /* EPOLLET, which package syscall declares negative */, Fd: int32(uint32(wc.id)), Pad: int32(uint32(wc.id >> 32))}
 	raw.Control(op.fn)
-	fd := op.fd
+	ok = op.ok
 	addOps.Put(op)
-	return fd
+	if !ok {
+		return nil
+	}
+	w.byID.Store(wc.id, wc)
+	w.conns.Store(conn, wc)
+	return wc
 }
 
-// addOp is an epoll_ctl ADD for RawConn.Control, pooled with its bound method: a closure per request would
-// cost two allocations (itself and the event it points to).
+// addOp is an epoll_ctl ADD for RawConn.Control, pooled with its bound method: a closure would cost two
+// allocations (itself and the event it points to).
 type addOp struct {
-	epfd, fd int
-	ev       syscall.EpollEvent
-	fn       func(uintptr)
+	epfd int
+	ok   bool
+	ev   syscall.EpollEvent
+	fn   func(uintptr)
 }
 
 var addOps = sync.Pool{New: func() any {
@@ -89,18 +127,19 @@ var addOps = sync.Pool{New: func() any {
 }}
 
 func (op *addOp) add(s uintptr) {
-	if syscall.EpollCtl(op.epfd, syscall.EPOLL_CTL_ADD, int(s), &op.ev) == nil {
-		op.fd = int(s)
-	}
+	op.ok = syscall.EpollCtl(op.epfd, syscall.EPOLL_CTL_ADD, int(s), &op.ev) == nil
 }
 
-// unwatch stops watching fd. The connection must still be open: the caller's handler is still running.
-func (w *connWatcher) unwatch(fd int) {
-	w.mu.RLock()
-	if !w.closed {
-		syscall.EpollCtl(w.epfd, syscall.EPOLL_CTL_DEL, fd, nil)
+// unwatch ends request id's turn on its connection.
+func (w *connWatcher) unwatch(wc *watchedConn, id uint64) {
+	wc.current.CompareAndSwap(id, 0)
+}
+
+// forget drops a connection the server has closed (its descriptor's close took it out of the epoll set).
+func (w *connWatcher) forget(conn net.Conn) {
+	if v, ok := w.conns.LoadAndDelete(conn); ok {
+		w.byID.Delete(v.(*watchedConn).id)
 	}
-	w.mu.RUnlock()
 }
 
 func (w *connWatcher) loop() {
@@ -119,7 +158,15 @@ func (w *connWatcher) loop() {
 			if id == wakeID {
 				return
 			}
-			w.gone(id)
+			v, ok := w.byID.Load(id)
+			if !ok { // closed and forgotten meanwhile
+				continue
+			}
+			wc := v.(*watchedConn)
+			wc.gone.Store(true)
+			if req := wc.current.Load(); req != 0 {
+				w.gone(req)
+			}
 		}
 	}
 }

@@ -15,6 +15,9 @@ func newConnWatcher(func(id uint64)) (*connWatcher, error) {
 	return nil, errors.New("watching connections is supported on Linux only")
 }
 
-func (*connWatcher) watch(net.Conn, uint64) int { return -1 }
-func (*connWatcher) unwatch(int)                {}
-func (*connWatcher) close()                     {}
+type watchedConn struct{}
+
+func (*connWatcher) watch(net.Conn, uint64) *watchedConn { return nil }
+func (*connWatcher) unwatch(*watchedConn, uint64)        {}
+func (*connWatcher) forget(net.Conn)                     {}
+func (*connWatcher) close()                              {}

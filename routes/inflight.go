@@ -38,7 +38,7 @@ type tracked struct {
 	ctx    context.Context
 	cancel context.CancelCauseFunc
 	id     uint64
-	fd     int // the descriptor the watcher watches; -1 when none
+	wc     *watchedConn // the watched connection; nil when none
 	w      *connWatcher
 }
 
@@ -48,8 +48,8 @@ func (f *inflight) init(log *slog.Logger) {
 }
 
 // begin tracks a request whose caller is on conn (nil, or a connection without a descriptor, goes unwatched).
-// The caller must call end exactly once, and unwatch before its handler returns: the descriptor must not be
-// watched once fasthttp may close the connection.
+// The caller must call end exactly once, and unwatch before its handler returns: the connection's next request
+// is another's.
 func (f *inflight) begin(parent context.Context, conn net.Conn) tracked {
 	ctx, cancel := context.WithCancelCause(parent)
 	f.mu.Lock()
@@ -57,7 +57,7 @@ func (f *inflight) begin(parent context.Context, conn net.Conn) tracked {
 		cancel(f.stopping)
 	}
 	f.next++
-	t := tracked{ctx: ctx, cancel: cancel, id: f.next, fd: -1}
+	t := tracked{ctx: ctx, cancel: cancel, id: f.next}
 	f.live[t.id] = cancel
 	_, watchable := conn.(syscall.Conn) // in-memory connections (app.Test) have nothing to watch
 	if watchable && !f.noWatch && f.watcher == nil {
@@ -71,16 +71,16 @@ func (f *inflight) begin(parent context.Context, conn net.Conn) tracked {
 	w := f.watcher
 	f.mu.Unlock()
 	if watchable && w != nil {
-		t.fd, t.w = w.watch(conn, t.id), w
+		t.wc, t.w = w.watch(conn, t.id), w
 	}
 	return t
 }
 
 // unwatch stops watching the request's connection.
 func (f *inflight) unwatch(t *tracked) {
-	if t.fd >= 0 {
-		t.w.unwatch(t.fd)
-		t.fd = -1
+	if t.wc != nil {
+		t.w.unwatch(t.wc, t.id)
+		t.wc = nil
 	}
 }
 
@@ -116,6 +116,16 @@ func (f *inflight) cancelAll(cause error) int {
 		c(cause)
 	}
 	return len(cancels)
+}
+
+// closed forgets a connection the server has closed (fasthttp's ConnState).
+func (f *inflight) closed(conn net.Conn) {
+	f.mu.Lock()
+	w := f.watcher
+	f.mu.Unlock()
+	if w != nil {
+		w.forget(conn)
+	}
 }
 
 // stopWatching ends the watcher; connections are no longer watched.

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/gofiber/fiber/v2"
+	"github.com/valyala/fasthttp"
 
 	"github.com/llmgw/gateway/control"
 	"github.com/llmgw/gateway/guardrails"
@@ -106,6 +107,12 @@ func New(store *storage.Store, engine *runtime.Engine, opts Options) *Server {
 		StreamRequestBody:            true,
 		DisablePreParseMultipartForm: true,
 	})
+	// The connection watcher registers a connection once, on its first request, and forgets it here.
+	s.app.Server().ConnState = func(conn net.Conn, state fasthttp.ConnState) {
+		if state == fasthttp.StateClosed || state == fasthttp.StateHijacked {
+			s.inflight.closed(conn)
+		}
+	}
 	s.routes()
 	return s
 }
