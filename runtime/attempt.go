@@ -50,7 +50,13 @@ func (e *Engine) attempts(ctx context.Context, st *state, n *config.Node, adapte
 		start := e.now()
 		st.calls++
 		called := time.Now() // not e.now: tests replace the engine's clock, and this measures real time
-		out := e.attempt(ctx, adapter, t, call, timeout)
+		bound := timeout
+		if !call.Stream && !start.Add(timeout).Before(st.deadline) {
+			// The request's deadline ends a whole answer's wait first: a timer of the attempt's own would never
+			// fire, and costs four allocations. A stream keeps its bound, which outlives the request's deadline.
+			bound = 0
+		}
+		out := e.attempt(ctx, adapter, t, call, bound)
 		st.upstream += time.Since(called)
 		out.retries, out.path, out.prov = i, n.Path, t.Provider
 		out.models = t.Fields[catalog.OverridesField]
@@ -150,7 +156,10 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 	}
 }
 
-// attempt makes one upstream call bounded by timeout.
+// noCancel is the cancel of an attempt without a timeout of its own.
+func noCancel() {}
+
+// attempt makes one upstream call bounded by timeout (0: only by ctx).
 func (e *Engine) attempt(ctx context.Context, adapter providers.Adapter, t *providers.Target, call *providers.Call, timeout time.Duration) (out *outcome) {
 	var span trace.Span // the attempt's client span when tracing is on (tracing.go)
 	if tracing.Enabled() {
@@ -158,7 +167,10 @@ func (e *Engine) attempt(ctx context.Context, adapter providers.Adapter, t *prov
 		defer func() { endAttemptSpan(span, out) }()
 	}
 	adapter = e.responsesStep(ctx, adapter, call) // responses_step.go: /v1/responses, native or translated
-	actx, cancel := context.WithTimeout(ctx, timeout)
+	actx, cancel := ctx, context.CancelFunc(noCancel)
+	if timeout > 0 {
+		actx, cancel = context.WithTimeout(ctx, timeout)
+	}
 	req, err := adapter.NewRequest(actx, t, call)
 	if err != nil {
 		cancel()
