@@ -81,6 +81,8 @@ type CacheStore struct {
 	enc       *zstd.Encoder
 	dec       *zstd.Decoder
 
+	hot hotAnswers // the answers used last, decoded (cache_hot.go)
+
 	sweepMu    sync.Mutex
 	sweepTable int    // index into sweepTables of the table being swept
 	sweepFrom  []byte // the key the next Sweep starts at; nil: the start of sweepTables[sweepTable]
@@ -147,6 +149,12 @@ func (c *CacheStore) Get(ws string, key [CacheKeySize]byte, now time.Time) (*Cac
 	if !ValidID(ws) {
 		return nil, false, nil
 	}
+	if a := c.hot.get(ws, &key); a != nil {
+		if !now.Before(a.ExpiresAt) {
+			return nil, false, nil
+		}
+		return a, true, nil
+	}
 	k := cacheKey(ws, &key)
 	v, closer, err := c.s.db.Get(k)
 	if errors.Is(err, pebble.ErrNotFound) {
@@ -179,7 +187,9 @@ func (c *CacheStore) Get(ws string, key [CacheKeySize]byte, now time.Time) (*Cac
 	if err != nil {
 		return nil, false, fmt.Errorf("storage: decode %s: %w", k, err)
 	}
-	return &CachedAnswer{Status: int(status), ContentType: ct, Body: body, CreatedAt: created, ExpiresAt: expires}, true, nil
+	a := &CachedAnswer{Status: int(status), ContentType: ct, Body: body, CreatedAt: created, ExpiresAt: expires}
+	c.hot.put(ws, &key, a)
+	return a, true, nil
 }
 
 // Put stores a (replacing any earlier answer under key), without waiting for the disk. a.CreatedAt defaults
@@ -209,8 +219,12 @@ func (c *CacheStore) Put(ws string, key [CacheKeySize]byte, a *CachedAnswer) err
 	v = enc.EncodeAll(a.Body, v)
 	k := cacheKey(ws, &key)
 	if err := c.s.db.Set(k, v, pebble.NoSync); err != nil {
+		c.hot.drop(ws, &key)
 		return fmt.Errorf("storage: put %s: %w", k, err)
 	}
+	stored := *a
+	stored.CreatedAt = created
+	c.hot.put(ws, &key, &stored)
 	return nil
 }
 
@@ -219,6 +233,7 @@ func (c *CacheStore) Delete(ws string, key [CacheKeySize]byte) error {
 	if !ValidID(ws) {
 		return nil
 	}
+	c.hot.drop(ws, &key)
 	return c.s.db.Delete(cacheKey(ws, &key), pebble.NoSync)
 }
 

@@ -368,3 +368,69 @@ func BenchmarkCachePut(b *testing.B) {
 		}
 	}
 }
+
+// TestHotAnswers: the answers kept decoded in front of pebble read as stored ones do (expiry, replacement,
+// deletion, a deleted workspace) and stay within their bound.
+func TestHotAnswers(t *testing.T) {
+	s := openTest(t, nil, nil)
+	ws := "11111111-1111-1111-1111-111111111111"
+	now := time.Unix(1_800_000_000, 0)
+	var k1, k2 [CacheKeySize]byte
+	k1[0], k2[0] = 1, 2
+	put := func(k [CacheKeySize]byte, body string, expires time.Time) {
+		t.Helper()
+		if err := s.Cache.Put(ws, k, &CachedAnswer{Status: 200, ContentType: "application/json", Body: []byte(body), ExpiresAt: expires}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	get := func(k [CacheKeySize]byte, at time.Time) string {
+		t.Helper()
+		a, ok, err := s.Cache.Get(ws, k, at)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !ok {
+			return ""
+		}
+		return string(a.Body)
+	}
+	put(k1, `{"a":1}`, now.Add(time.Minute))
+	if got := get(k1, now); got != `{"a":1}` {
+		t.Fatalf("hot read %q", got)
+	}
+	if got := get(k1, now.Add(2*time.Minute)); got != "" {
+		t.Fatalf("an expired hot answer read %q", got)
+	}
+	put(k1, `{"a":2}`, now.Add(time.Minute))
+	if got := get(k1, now); got != `{"a":2}` {
+		t.Fatalf("a replaced answer read %q", got)
+	}
+	if err := s.Cache.Delete(ws, k1); err != nil {
+		t.Fatal(err)
+	}
+	if got := get(k1, now); got != "" {
+		t.Fatalf("a deleted answer read %q", got)
+	}
+	// Read from pebble once the hot set has forgotten it, and hot again afterwards.
+	put(k2, `{"b":1}`, now.Add(time.Minute))
+	s.Cache.hot.clear()
+	if got := get(k2, now); got != `{"b":1}` {
+		t.Fatalf("a cold read %q", got)
+	}
+	if s.Cache.hot.get(ws, &k2) == nil {
+		t.Fatal("a cold read was not kept hot")
+	}
+	// The bound: bodies past hotMaxBytes evict the least recently used.
+	big := strings.Repeat("x", hotMaxAnswer)
+	for i := 0; i < hotMaxBytes/hotMaxAnswer+2; i++ {
+		var k [CacheKeySize]byte
+		k[1], k[2] = byte(i), 9
+		s.Cache.hot.put(ws, &k, &CachedAnswer{Body: []byte(big), ExpiresAt: now.Add(time.Minute)})
+	}
+	if s.Cache.hot.bytes > hotMaxBytes {
+		t.Fatalf("hot answers hold %d bytes, over the bound %d", s.Cache.hot.bytes, hotMaxBytes)
+	}
+	if s.Cache.hot.get(ws, &k2) != nil {
+		t.Fatal("the least recently used answer was not evicted")
+	}
+}

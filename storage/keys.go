@@ -2,7 +2,6 @@ package storage
 
 import (
 	"fmt"
-	"regexp"
 )
 
 // Key layout. Every key is ASCII: a table name, then the record's components, joined by '/'. Components are
@@ -105,11 +104,34 @@ func prefixEnd(p []byte) []byte {
 	return nil
 }
 
-var validID = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$`)
-
 // ValidID reports whether s can name a stored thing: 1 to 128 characters, letters, digits and . _ : -, starting
 // with a letter or digit. IDs, slugs and key components all obey it, which keeps the key layout unambiguous.
-func ValidID(s string) bool { return validID.MatchString(s) }
+// It runs on every request (a cache read checks its workspace), so it is a loop over a table, not a regexp.
+func ValidID(s string) bool {
+	if len(s) == 0 || len(s) > 128 || !idChars[s[0]] || s[0] == '.' || s[0] == '_' || s[0] == ':' || s[0] == '-' {
+		return false
+	}
+	for i := 1; i < len(s); i++ {
+		if !idChars[s[i]] {
+			return false
+		}
+	}
+	return true
+}
+
+// idChars are the bytes an ID may hold.
+var idChars = func() (t [256]bool) {
+	for c := 'a'; c <= 'z'; c++ {
+		t[c], t[c-'a'+'A'] = true, true
+	}
+	for c := '0'; c <= '9'; c++ {
+		t[c] = true
+	}
+	for _, c := range "._:-" {
+		t[c] = true
+	}
+	return t
+}()
 
 // CheckID returns an error that names field when id is not a ValidID.
 func CheckID(field, id string) error {

@@ -2,6 +2,7 @@ package storage
 
 import (
 	"bytes"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -204,5 +205,20 @@ func TestCheckID(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestValidIDAgreesWithItsPattern checks the hand-written ValidID against the pattern it replaced.
+func TestValidIDAgreesWithItsPattern(t *testing.T) {
+	pattern := regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$`)
+	cases := []string{"", "a", "A9", "9", ".a", "_a", ":a", "-a", "a.b_c:d-e", "a b", "a/b", "é", "a\x00",
+		strings.Repeat("a", 128), strings.Repeat("a", 129), "ab\n", "0-", "Z~"}
+	for c := 0; c < 256; c++ {
+		cases = append(cases, string([]byte{byte(c)}), "a"+string([]byte{byte(c)}))
+	}
+	for _, s := range cases {
+		if got, want := ValidID(s), pattern.MatchString(s); got != want {
+			t.Errorf("ValidID(%q) = %v, the pattern says %v", s, got, want)
+		}
 	}
 }

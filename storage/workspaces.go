@@ -226,6 +226,7 @@ func (w *WorkspaceStore) Delete(id string, force bool) ([]Holding, error) {
 // forgetWorkspace drops every cached record of the workspace, its API keys included.
 func (w *WorkspaceStore) forgetWorkspace(id string) {
 	s := w.s
+	s.Cache.hot.clear() // rare enough to drop every workspace's hot answers
 	w.cache.forget(string(key(tableWorkspace, id)))
 	forgetUnder(&s.Providers.cache, prefix(tableProvider, id))
 	for _, d := range []interface {
