@@ -69,7 +69,9 @@ func run(ctx context.Context, stopSignals func(), args []string, getenv func(str
 	if err != nil {
 		return err
 	}
-	log := newLogger(cfg, stderr)
+	logOut := newLogWriter(stderr)
+	defer logOut.Close() // runs very last: every line of the shutdown is written
+	log := newLogger(cfg, logOut)
 	stopTracing, err := tracing.Setup(ctx, log) // the OTEL_* variables; off without an endpoint
 	if err != nil {
 		return err
