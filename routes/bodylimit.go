@@ -5,8 +5,10 @@ import (
 	"errors"
 	"io"
 	"os"
+	"slices"
 	"strings"
 	"sync"
+	"unsafe"
 
 	"github.com/gofiber/fiber/v2"
 )
@@ -48,11 +50,11 @@ func limitBody(c *fiber.Ctx) error {
 		discardBody(c, stream)
 		return fiber.ErrRequestEntityTooLarge
 	case n >= 0:
-		// Reads the declared length, within the limit, into the request's own buffer (raw: fiber's c.Body()
-		// would decompress). fasthttp puts a read error's text in place of a body it could not read whole.
-		if len(c.Request().Body()) != n {
-			return bodyReadError(c, io.ErrUnexpectedEOF)
+		body, err := readDeclared(stream, n)
+		if err != nil {
+			return bodyReadError(c, err)
 		}
+		keepBody(c, body)
 		return c.Next()
 	}
 	// Chunked: no length to check up front.
@@ -71,8 +73,60 @@ func limitBody(c *fiber.Ctx) error {
 		discardBody(c, stream)
 		return fiber.ErrRequestEntityTooLarge
 	}
-	c.Request().SetBody(buf.Bytes()) // copies into the request's own buffer, and ends the stream
+	keepBody(c, bytes.Clone(buf.Bytes()))
 	return c.Next()
+}
+
+// eagerBody is how much of a declared length is allocated before its bytes arrive: a typical body is read
+// into a buffer of its exact size, while a large one grows as it arrives, so that a declared length alone
+// cannot reserve memory.
+const eagerBody = 1 << 20
+
+// readDeclared reads a body of n declared bytes from the stream straight into a buffer of its own: fasthttp's
+// Body() would copy it in 4 KiB steps into a pooled buffer, which a handler keeping the body must copy again.
+func readDeclared(stream io.Reader, n int) ([]byte, error) {
+	body := make([]byte, 0, min(n, eagerBody))
+	for len(body) < n {
+		if len(body) == cap(body) {
+			body = slices.Grow(body, min(n-len(body), cap(body)))
+		}
+		read, err := stream.Read(body[len(body):min(cap(body), n)])
+		body = body[:len(body)+read]
+		if len(body) == n {
+			break
+		}
+		if err == io.EOF {
+			return nil, io.ErrUnexpectedEOF
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	return body, nil
+}
+
+// keptBodyKey marks, in the request's user values, the buffer limitBody read the body into.
+type keptBodyKey struct{}
+
+// keepBody makes body, a buffer nothing else holds, the request's body (this ends the body stream), and
+// marks it so that a handler whose use of the body outlives it can take it without a copy (ownedBody).
+func keepBody(c *fiber.Ctx, body []byte) {
+	c.Request().SetBodyRaw(body)
+	if len(body) > 0 {
+		c.Context().SetUserValue(keptBodyKey{}, unsafe.SliceData(body))
+	}
+}
+
+// ownedBody is the request's body for a handler whose use of it outlives the handler (the engine's, whose
+// streams and logs go on after it): the buffer limitBody read it into, which fasthttp never reuses, when it is
+// the body as it stands, or else a copy (fasthttp reuses its own buffers; a decompressed body is new, but
+// copying it keeps this simple).
+func ownedBody(c *fiber.Ctx) []byte {
+	body := c.Body()
+	if kept, _ := c.Context().UserValue(keptBodyKey{}).(*byte); kept != nil && len(body) > 0 && kept == unsafe.SliceData(body) {
+		return body
+	}
+	return bytes.Clone(body)
 }
 
 // isUpload tells whether the request is routed to the file upload, whose body is not held in memory. It

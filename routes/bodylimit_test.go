@@ -8,6 +8,9 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+
+	"github.com/gofiber/fiber/v2"
+	"github.com/valyala/fasthttp"
 )
 
 // rawCall writes one HTTP/1.1 request on conn (see rawText).
@@ -131,5 +134,63 @@ func TestBodyFarOverLimit(t *testing.T) {
 		if a.status != 200 || a.json(t)["bytes"] != float64(10<<10) {
 			t.Fatalf("upload to %s of more than the body limit: %d %s", path, a.status, a.body)
 		}
+	}
+}
+
+// A declared body is read into a buffer of its own, in steps past eagerBody, and a short one is an error.
+func TestReadDeclared(t *testing.T) {
+	big := strings.Repeat("b", eagerBody*2+123)
+	tests := []struct {
+		name, sent string
+		declared   int
+		wantErr    bool
+	}{
+		{"small", `{"model":"m"}`, 13, false},
+		{"empty", ``, 0, false},
+		{"past the eager allocation", big, len(big), false},
+		{"short", `{"mo`, 13, true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			// In two reads, as a network stream may deliver it.
+			got, err := readDeclared(io.MultiReader(strings.NewReader(tc.sent[:len(tc.sent)/2]), strings.NewReader(tc.sent[len(tc.sent)/2:])), tc.declared)
+			if tc.wantErr {
+				if err != io.ErrUnexpectedEOF {
+					t.Fatalf("readDeclared of a short body: %v, want io.ErrUnexpectedEOF", err)
+				}
+				return
+			}
+			if err != nil || string(got) != tc.sent {
+				t.Fatalf("readDeclared = %d bytes, %v; want the %d sent", len(got), err, len(tc.sent))
+			}
+		})
+	}
+}
+
+// The inference handler keeps the buffer limitBody read the body into, without a copy, and copies any other
+// body (fasthttp reuses its own buffers).
+func TestOwnedBody(t *testing.T) {
+	app := fiber.New()
+	var kept, copied bool
+	app.Post("/kept", func(c *fiber.Ctx) error {
+		body := []byte(`{"model":"m"}`)
+		keepBody(c, body)
+		kept = &ownedBody(c)[0] == &body[0]
+		return nil
+	})
+	app.Post("/pooled", func(c *fiber.Ctx) error {
+		body := ownedBody(c)
+		copied = &body[0] != &c.Request().Body()[0] && string(body) == `{"model":"m"}`
+		return nil
+	})
+	for _, path := range []string{"/kept", "/pooled"} {
+		var ctx fasthttp.RequestCtx
+		ctx.Request.Header.SetMethod("POST")
+		ctx.Request.SetRequestURI(path)
+		ctx.Request.SetBodyString(`{"model":"m"}`)
+		app.Handler()(&ctx)
+	}
+	if !kept || !copied {
+		t.Errorf("kept without a copy: %v; fasthttp's buffer copied: %v", kept, copied)
 	}
 }

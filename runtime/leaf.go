@@ -268,20 +268,14 @@ func forwardHeaders(req *Request, n *config.Node) http.Header {
 	return h
 }
 
-// patchBody applies override_params to the caller's body. Without them the caller's bytes go upstream
-// untouched.
+// patchBody applies override_params to the caller's body, in one pass that keeps every other byte
+// (bodypatch.go). Without them the caller's bytes go upstream untouched.
 func patchBody(body []byte, n *config.Node) ([]byte, error) {
 	if len(n.OverrideParams) == 0 {
 		return body, nil
 	}
-	var m map[string]json.RawMessage
-	if err := json.Unmarshal(body, &m); err != nil {
-		return nil, err
-	}
-	for k, v := range n.OverrideParams {
-		m[k] = v
-	}
-	return json.Marshal(m)
+	var buf [8]memberPatch
+	return setMembers(body, sortedPatches(buf[:0], n.OverrideParams), false)
 }
 
 // fillUser sets the body's "user" to metadata._user when the body has none (the caller's or override_params').
@@ -290,13 +284,7 @@ func fillUser(body []byte, req *Request) ([]byte, error) {
 	if user == "" {
 		return body, nil
 	}
-	var m map[string]json.RawMessage
-	if err := json.Unmarshal(body, &m); err != nil {
-		return nil, err
-	}
-	if _, has := m["user"]; has {
-		return body, nil
-	}
-	m["user"], _ = json.Marshal(user)
-	return json.Marshal(m)
+	var buf [64]byte
+	patch := [1]memberPatch{stringPatch(buf[:0], "user", user)}
+	return setMembers(body, patch[:], true)
 }

@@ -89,3 +89,22 @@ func TestAppendUnquoteBytes(t *testing.T) {
 		})
 	}
 }
+
+// FuzzSkipPlain: the eight-bytes-at-a-time skip stops exactly where the byte-at-a-time loop does.
+func FuzzSkipPlain(f *testing.F) {
+	for _, s := range []string{"", "abc", `abcdefgh"`, "abcdefghijklmno\\p", "ab\x01cdefghij", "日本語のテキスト\"", "\x7f\x80\xff\x1f"} {
+		f.Add([]byte(s), 0)
+	}
+	f.Fuzz(func(t *testing.T, b []byte, i int) {
+		if i < 0 || i > len(b) {
+			return
+		}
+		want := i
+		for want < len(b) && plain[b[want]] {
+			want++
+		}
+		if got := skipPlain(b, i); got != want {
+			t.Fatalf("skipPlain(%q, %d) = %d, want %d", b, i, got, want)
+		}
+	})
+}

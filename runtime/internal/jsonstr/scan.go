@@ -1,6 +1,10 @@
 package jsonstr
 
-import "errors"
+import (
+	"encoding/binary"
+	"errors"
+	"math/bits"
+)
 
 // MaxDepth bounds the nesting ScanValue accepts.
 const MaxDepth = 256
@@ -104,9 +108,7 @@ var plain = func() (t [256]bool) {
 // ScanString checks the string at b[i] == '"' and returns the position after its closing quote.
 func ScanString(b []byte, i int) (int, error) {
 	for i++; i < len(b); i++ {
-		for i < len(b) && plain[b[i]] {
-			i++
-		}
+		i = skipPlain(b, i)
 		if i >= len(b) {
 			break
 		}
@@ -174,4 +176,22 @@ func scanNumber(b []byte, i int) (int, error) {
 		}
 	}
 	return i, nil
+}
+
+// skipPlain returns the position of the first byte at or after i that is not plain (or len(b)), eight bytes
+// at a time: the lowest byte that is a quote, a backslash or a control character sets the lowest bit of the
+// mask (borrows run only upwards), so its position is exact.
+func skipPlain(b []byte, i int) int {
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	for ; i+8 <= len(b); i += 8 {
+		v := binary.LittleEndian.Uint64(b[i:])
+		q, bs := v^(ones*'"'), v^(ones*'\\')
+		if m := ((q-ones)&^q | (bs-ones)&^bs | (v-ones*0x20)&^v) & highs; m != 0 {
+			return i + bits.TrailingZeros64(m)>>3
+		}
+	}
+	for i < len(b) && plain[b[i]] {
+		i++
+	}
+	return i
 }
