@@ -1,15 +1,9 @@
 package routes
 
 import (
-	"bufio"
-	"bytes"
 	"context"
-	"encoding/json"
-	"errors"
-	"io"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
@@ -28,8 +22,8 @@ func (s *Server) inference(ep providers.Endpoint) fiber.Handler {
 		if err := requireJSON(c); err != nil {
 			return err
 		}
-		// The body is read once, here; fiber reuses its buffer, so the engine gets a copy that outlives the handler.
-		body, err := schema.ReadBody(bytes.Clone(c.Body()))
+		// The body is read once, by limitBody, into a buffer the engine can keep past the handler (ownedBody).
+		body, err := schema.ReadBody(ownedBody(c))
 		if err != nil {
 			return err
 		}
@@ -142,70 +136,10 @@ func (s *Server) send(c *fiber.Ctx, req *runtime.Request, resp *runtime.Response
 	c.Set(fiber.HeaderContentType, "text/event-stream")
 	c.Set(fiber.HeaderCacheControl, "no-cache")
 	c.Set("X-Accel-Buffering", "no")
-	upstream, log, trace := resp.Stream, s.log, req.TraceID
-	c.Context().SetBodyStreamWriter(func(w *bufio.Writer) {
-		defer cancel()
-		relayStart := time.Now()
-		first, err := copySSE(w, upstream)
-		if err != nil {
-			log.Warn("stream ended early", "trace_id", trace, "err", err)
-		}
-		upstream.Close() // before observe: closing the stream settles its usage (resp.Usage)
-		times := streamTimes{relayed: time.Since(relayStart)}
-		if !first.IsZero() {
-			times.firstEvent = first.Sub(start)
-		}
-		s.observe(ctx, start, req, resp, resp.Status, false, times)
-	})
+	// The headers leave at once, as the provider's did: a caller's time to first byte is not its first event's.
+	c.Response().ImmediateHeaderFlush = true
+	c.Context().SetBodyStream(s.newRelay(req, resp, cancel, start, ctx), -1) // stream.go
 	return nil
 }
 
 func noCancel() {}
-
-var sseReaders = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, 32<<10) }}
-
-// errCallerGone reports that the caller closed the connection mid-stream.
-var errCallerGone = errors.New("caller went away")
-
-// copySSE copies an upstream event stream to the caller event by event, flushing after each event so that
-// nothing waits in a buffer. When the upstream breaks mid-way the caller gets a final error event and no
-// [DONE]; when the caller goes away the copy stops (and the caller of copySSE closes the upstream). first is
-// when the first line was read (zero when none was).
-func copySSE(w *bufio.Writer, upstream io.Reader) (first time.Time, err error) {
-	br := sseReaders.Get().(*bufio.Reader)
-	br.Reset(upstream)
-	defer func() { br.Reset(nil); sseReaders.Put(br) }()
-	for {
-		line, err := br.ReadSlice('\n')
-		if len(line) > 0 {
-			if first.IsZero() {
-				first = time.Now()
-			}
-			if _, werr := w.Write(line); werr != nil {
-				return first, errCallerGone
-			}
-			if len(bytes.TrimRight(line, "\r\n")) == 0 { // a blank line ends an event
-				if w.Flush() != nil {
-					return first, errCallerGone
-				}
-			}
-		}
-		switch {
-		case err == nil, errors.Is(err, bufio.ErrBufferFull):
-			continue
-		case errors.Is(err, io.EOF):
-			if w.Flush() != nil {
-				return first, errCallerGone
-			}
-			return first, nil
-		default:
-			broke := &gwerr.Error{Status: fiber.StatusBadGateway, Code: gwerr.CodeUpstream, Message: "the provider's stream broke off: " + err.Error()}
-			event, _ := json.Marshal(broke.Body())
-			w.WriteString("\n\ndata: ")
-			w.Write(event)
-			w.WriteString("\n\n")
-			w.Flush()
-			return first, err
-		}
-	}
-}

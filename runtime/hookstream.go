@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"strings"
 
@@ -27,6 +28,7 @@ import (
 type hookStream struct {
 	src       io.ReadCloser
 	br        *bufio.Reader
+	long      []byte // a line longer than br's buffer, assembled
 	pending   bytes.Buffer
 	text      strings.Builder
 	done      bool
@@ -40,7 +42,7 @@ func (h *hookStream) Read(p []byte) (int, error) {
 		if h.done {
 			return 0, io.EOF
 		}
-		line, err := h.br.ReadBytes('\n')
+		line, err := h.readLine()
 		if len(line) > 0 {
 			if h.responses {
 				h.responsesLine(line)
@@ -63,6 +65,21 @@ func (h *hookStream) Read(p []byte) (int, error) {
 		}
 	}
 	return h.pending.Read(p)
+}
+
+// readLine returns the next line with its line end; the slice is valid until the next call. Lines are read
+// whole: the guardrails must judge all of the text.
+func (h *hookStream) readLine() ([]byte, error) {
+	line, err := h.br.ReadSlice('\n')
+	if !errors.Is(err, bufio.ErrBufferFull) {
+		return line, err
+	}
+	h.long = append(h.long[:0], line...)
+	for errors.Is(err, bufio.ErrBufferFull) {
+		line, err = h.br.ReadSlice('\n')
+		h.long = append(h.long, line...)
+	}
+	return h.long, err
 }
 
 // line handles one line of the upstream stream.
@@ -127,11 +144,15 @@ func (h *hookStream) responsesLine(line []byte) {
 
 func (h *hookStream) Close() error { return h.src.Close() }
 
+// hookStreamBuffer holds a few typical chunks: what a guarded stream keeps while open (a longer line is
+// assembled in hookStream.long).
+const hookStreamBuffer = 4 << 10
+
 // streamWithOutputHooks wraps a streamed answer so that its output guardrails run on the assembled text.
 func (e *Engine) streamWithOutputHooks(ctx context.Context, st *state, set *guardrails.Set, out *outcome, results hookResults) {
 	src := out.stream.ReadCloser
 	responses := st.req.Endpoint == providers.Responses
-	out.stream.ReadCloser = &hookStream{src: src, br: bufio.NewReaderSize(src, 32<<10), responses: responses, finish: func(text string) ([]byte, bool) {
+	out.stream.ReadCloser = &hookStream{src: src, br: bufio.NewReaderSize(src, hookStreamBuffer), responses: responses, finish: func(text string) ([]byte, bool) {
 		after := e.runHooks(ctx, st, set, guardrails.StageAfter, text)
 		results.After = after.Results
 		e.runAsync(ctx, st.req.TraceID, after.Async)

@@ -88,10 +88,15 @@ func (c *streamChunk) text(i int) string { return c.Choices[i].Delta.Content + c
 // A stream that reports no usage (OpenAI sends usage on streams only when stream_options.include_usage asks for
 // it) is estimated at catalog.BytesPerToken bytes a token, of the request body and of the answer's text: rough,
 // but a tokens policy or a budget must not let unreported streams through free.
+//
+// It is the stream's only buffer: routes relays the stream line by line through ReadLine, so an open stream
+// holds usageBufferSize bytes, and a longer line only while it is being read (held up to maxUsageLine).
 type usageStream struct {
 	src          io.ReadCloser
 	br           *bufio.Reader
-	line         []byte // the part of the current line not yet handed to the reader
+	long         []byte // a line longer than br's buffer, assembled
+	inLong       bool   // the next read continues a line over maxUsageLine: passed on in parts, unread
+	line         []byte // the part of the current line not yet handed to Read
 	usage        Usage
 	textBytes    int
 	requestBytes int
@@ -99,21 +104,60 @@ type usageStream struct {
 	once         sync.Once
 }
 
+// usageBufferSize holds a few typical chunks (a few hundred bytes each): what a slow stream keeps while open.
+const usageBufferSize = 4 << 10
+
+// maxUsageLine bounds a line assembled to be read whole; a longer one is passed on in parts without being read
+// for usage (its usage or text then goes uncounted, as no provider sends such chunks).
+const maxUsageLine = 1 << 20
+
 func newUsageStream(src io.ReadCloser, requestBytes int, report func(Usage)) *usageStream {
-	return &usageStream{src: src, br: bufio.NewReaderSize(src, 16<<10), requestBytes: requestBytes, report: report}
+	return &usageStream{src: src, br: bufio.NewReaderSize(src, usageBufferSize), requestBytes: requestBytes, report: report}
+}
+
+// ReadLine returns the stream's next line with its line end, having read it for usage, or the next part of a
+// line longer than maxUsageLine. The slice is valid until the next call. A last line without a line end comes
+// with the error that ended the stream (io.EOF when it ended).
+func (u *usageStream) ReadLine() ([]byte, error) {
+	line, err := u.br.ReadSlice('\n')
+	if errors.Is(err, bufio.ErrBufferFull) {
+		line, err = u.readLong(line)
+	}
+	whole := err == nil && line[len(line)-1] == '\n' // only whole lines are events
+	if whole && !u.inLong {
+		u.observe(line)
+	}
+	if err == nil {
+		u.inLong = !whole
+	}
+	return line, err
+}
+
+// readLong assembles a line longer than the buffer, from its first part, up to maxUsageLine.
+func (u *usageStream) readLong(part []byte) ([]byte, error) {
+	u.long = append(u.long[:0], part...)
+	for len(u.long) < maxUsageLine {
+		part, err := u.br.ReadSlice('\n')
+		u.long = append(u.long, part...)
+		if !errors.Is(err, bufio.ErrBufferFull) {
+			return u.long, err
+		}
+	}
+	return u.long, nil // a part of a line over maxUsageLine: the rest follows
+}
+
+// LineBuffered reports whether a whole line is already buffered, so that the next ReadLine will not wait for
+// the provider.
+func (u *usageStream) LineBuffered() bool {
+	b, _ := u.br.Peek(u.br.Buffered())
+	return bytes.IndexByte(b, '\n') >= 0
 }
 
 func (u *usageStream) Read(p []byte) (int, error) {
 	if len(u.line) == 0 {
-		line, err := u.br.ReadSlice('\n')
+		line, err := u.ReadLine()
 		if len(line) == 0 {
-			if errors.Is(err, bufio.ErrBufferFull) {
-				err = nil
-			}
 			return 0, err
-		}
-		if err == nil {
-			u.observe(line) // only whole lines are events; a part of an overlong line is passed on unread
 		}
 		u.line = line
 	}
@@ -130,43 +174,83 @@ func (u *usageStream) observe(line []byte) {
 	if !ok {
 		return
 	}
-	if in, out, found := AnswerTokens(payload); found {
-		u.usage = Usage{InputTokens: in, OutputTokens: out, Known: true}
-		return
+	text, usage := scanEvent(payload)
+	if usage {
+		if in, out, found := AnswerTokens(payload); found {
+			u.usage = Usage{InputTokens: in, OutputTokens: out, Known: true}
+			return
+		}
 	}
 	if !u.usage.Known {
-		u.textBytes += textBytes(payload)
+		u.textBytes += text
 	}
 }
 
-// answerTextKeys hold the text an event adds: a chat delta's content, a text completion's text, a responses
-// event's delta, a tool call's arguments. A key is matched only as a key (followed by a colon): inside a JSON
-// string its quotes are escaped.
-var answerTextKeys = [...][]byte{[]byte(`"content":`), []byte(`"text":`), []byte(`"delta":`), []byte(`"arguments":`)}
-
-// textBytes sums the lengths of the string values of answerTextKeys in one event, escapes included.
+// textBytes sums the lengths of the string values of the keys that hold the text an event adds (a chat
+// delta's content, a text completion's text, a responses event's delta, a tool call's arguments), escapes
+// included.
 func textBytes(payload []byte) int {
-	n := 0
-	for _, key := range answerTextKeys {
-		for rest := payload; ; {
-			i := bytes.Index(rest, key)
-			if i < 0 {
-				break
-			}
-			rest = rest[i+len(key):]
-			j := jsonstr.SkipSpace(rest, 0)
-			if j >= len(rest) || rest[j] != '"' {
-				continue
-			}
-			end, err := jsonstr.ScanString(rest, j)
-			if err != nil {
-				break
-			}
-			n += end - j - 2
-			rest = rest[end:]
-		}
-	}
+	n, _ := scanEvent(payload)
 	return n
+}
+
+// scanEvent reads an event in one pass, string by string: text is textBytes, and usage tells whether a
+// "usage" string is there (for AnswerTokens to read). A key is matched only as a key (followed by a colon), and
+// every string is skipped whole, so that nothing inside a string, whose quotes are escaped, is matched.
+func scanEvent(payload []byte) (text int, usage bool) {
+	for i := 0; ; {
+		q := bytes.IndexByte(payload[i:], '"')
+		if q < 0 {
+			return text, usage
+		}
+		i += q
+		isText := false
+		if k := textKeyLen(payload[i:]); k > 0 {
+			i += k
+			j := jsonstr.SkipSpace(payload, i)
+			if j >= len(payload) || payload[j] != '"' {
+				continue // a key whose value is no string (an object, null)
+			}
+			i, isText = j, true
+		}
+		end, err := jsonstr.ScanString(payload, i)
+		if err != nil {
+			return text, usage
+		}
+		if isText {
+			text += end - i - 2
+		} else if end-i == len(usageKey) && string(payload[i:end]) == string(usageKey) {
+			usage = true
+		}
+		i = end
+	}
+}
+
+var usageKey = []byte(`"usage"`)
+
+// textKeyLen is the length of the text key with its colon that b begins with ("content":, "text":,
+// "delta":, "arguments":), or 0.
+func textKeyLen(b []byte) int {
+	if len(b) < 2 {
+		return 0
+	}
+	var key string
+	switch b[1] {
+	case 'c':
+		key = `"content":`
+	case 't':
+		key = `"text":`
+	case 'd':
+		key = `"delta":`
+	case 'a':
+		key = `"arguments":`
+	default:
+		return 0
+	}
+	if len(b) < len(key) || string(b[:len(key)]) != key {
+		return 0
+	}
+	return len(key)
 }
 
 func (u *usageStream) Close() error {

@@ -31,8 +31,12 @@ var ErrEventTooLarge = errors.New("anthropicmsg: stream event too large")
 //
 // The reader belongs to one goroutine; Close may be called from another one to abort it.
 func Stream(body io.ReadCloser, strict bool) io.ReadCloser {
-	return &stream{body: body, br: bufio.NewReaderSize(body, 8<<10), strict: strict}
+	return &stream{body: body, br: bufio.NewReaderSize(body, streamBuffer), strict: strict}
 }
+
+// streamBuffer holds a few typical events: what an open stream keeps while it waits for the provider (a longer
+// line is gathered in stream.line).
+const streamBuffer = 4 << 10
 
 // event is any Anthropic stream event; the fields present depend on its type.
 type event struct {

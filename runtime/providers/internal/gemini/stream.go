@@ -30,8 +30,12 @@ var errTruncated = errors.New("gemini: stream ended before the answer finished")
 //
 // The chunks' model is the first event's modelVersion, else model (the request's, as ModelOf gives it).
 func Stream(body io.ReadCloser, model string, strict bool) io.ReadCloser {
-	return &streamReader{src: body, in: bufio.NewReaderSize(body, 16<<10), model: model, strict: strict}
+	return &streamReader{src: body, in: bufio.NewReaderSize(body, streamBuffer), model: model, strict: strict}
 }
+
+// streamBuffer holds a few typical events: what an open stream keeps while it waits for the provider (a longer
+// line is gathered in streamReader.long).
+const streamBuffer = 4 << 10
 
 type streamReader struct {
 	src    io.ReadCloser
@@ -42,6 +46,7 @@ type streamReader struct {
 	off   int
 	w     schema.ChunkWriter // started by the first event
 	event []byte             // data of the event being read
+	long  []byte             // a line longer than in's buffer, gathered
 	err   error              // sticky: io.EOF after [DONE], or the error that ended the stream
 
 	model    string // the request's until the first event names the answer's
@@ -316,19 +321,19 @@ func (s *streamReader) nextEvent() ([]byte, error) {
 }
 
 // readLine returns the next line without its line ending. The slice is valid until the next read; a line too
-// long for the buffer is gathered in event's spare room only when needed.
+// long for the buffer is gathered in long, reused from line to line.
 func (s *streamReader) readLine() ([]byte, error) {
 	line, err := s.in.ReadSlice('\n')
 	if err == bufio.ErrBufferFull {
-		long := append([]byte(nil), line...)
+		s.long = append(s.long[:0], line...)
 		for err == bufio.ErrBufferFull {
-			if len(long) > maxEventSize {
+			if len(s.long) > maxEventSize {
 				return nil, fmt.Errorf("line longer than %d bytes", maxEventSize)
 			}
 			line, err = s.in.ReadSlice('\n')
-			long = append(long, line...)
+			s.long = append(s.long, line...)
 		}
-		line = long
+		line = s.long
 	}
 	if err != nil && !(err == io.EOF && len(line) > 0) {
 		return nil, err
