@@ -101,7 +101,10 @@ func New(store *storage.Store, engine *runtime.Engine, opts Options) *Server {
 		ReadTimeout:           opts.ReadTimeout,
 		IdleTimeout:           opts.IdleTimeout,
 		DisableStartupMessage: true,
-		ErrorHandler:          s.handleError,
+		// Buffers go back to fasthttp's pools while a connection idles, and its 64 KiB read buffer while a
+		// stream is relayed: an open stream then holds what it uses, not a connection's worth of buffers.
+		ReduceMemoryUsage: true,
+		ErrorHandler:      s.handleError,
 		// Bodies reach handlers as streams, so that an upload is never held whole in memory; limitBody
 		// enforces BodyLimit on every other route. The multipart pre-parse would buffer uploads itself.
 		StreamRequestBody:            true,
