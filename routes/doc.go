@@ -6,14 +6,18 @@
 // OpenAI-shaped body {"error": {"message", "type", "code", "param"}}. Every answer carries x-gateway-trace-id.
 //
 // Endpoints: GET /health (no key); under /v1, with a key: the inference endpoints (inference.go: gateway headers
-// parsed in headers.go, the engine called, streams copied event by event), prompt render and completions, and
+// parsed in headers.go, the engine called; streams relayed by stream.go's reader, which fasthttp pulls and flushes
+// when no further line is buffered), prompt render and completions, logs, metrics, and
 // the admin endpoints (api-keys, policies, prompts, plugins, guardrails). Admin handlers decode, check the admin
 // right, call the control plane (package control) and encode: management logic does not live here.
 //
 // fasthttp's request context never ends, so run gives each inference request a context of its own (inflight.go)
 // that ends when the caller closes its connection while the engine works (one epoll watcher for every
-// connection, connwatch_linux.go, which reads nothing from the socket), when Shutdown's grace period is over,
-// or once the answer is sent.
+// connection, connwatch_linux.go, registered once per connection and reading nothing from the socket), when
+// Shutdown's grace period is over, or once the answer is sent.
+//
+// The body of an inference request is read once, by limitBody (bodylimit.go), into a buffer the engine keeps
+// (ownedBody): handlers must not copy it again.
 //
 // Fiber reuses a request's buffers once its handler returns: anything a handler keeps (strings from headers,
 // params or the body) must be copied. Nothing imports routes but cmd.
