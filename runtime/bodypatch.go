@@ -7,7 +7,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/llmgw/gateway/runtime/internal/jsonstr"
+	"github.com/llmgw/gateway/internal/jsonstr"
 )
 
 // The body patches (override_params, metadata._user) edit the caller's JSON in one pass instead of decoding it

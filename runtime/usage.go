@@ -8,8 +8,8 @@ import (
 	"math"
 	"sync"
 
+	"github.com/llmgw/gateway/internal/jsonstr"
 	"github.com/llmgw/gateway/runtime/catalog"
-	"github.com/llmgw/gateway/runtime/internal/jsonstr"
 	"github.com/llmgw/gateway/runtime/ratelimit"
 )
 

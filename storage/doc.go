@@ -1,7 +1,8 @@
 // Package storage owns the gateway's persistent state: one embedded pebble database in the data folder, with
 // typed stores over it for workspaces, gateway API keys, providers (virtual keys), saved configs, prompts,
-// guardrails, rate-limit policies, wasm plugins, rate-limit counters and the response cache. It is the only package that imports pebble, and it imports
-// nothing else of the gateway's.
+// guardrails, rate-limit and usage-limit policies, wasm plugins, rate-limit counters and budget spend, files,
+// batches, responses, the request log and the response cache. It is the only package that imports pebble, and it
+// imports nothing else of the gateway's but the leaf internal/jsonstr (the request log's hand encoder).
 //
 // The key layout is documented in keys.go. Values are JSON. What storage guarantees:
 //

@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
+
+	"github.com/llmgw/gateway/internal/jsonstr"
 )
 
 // Stored request logs (package reqlog writes them, the admin API reads them).
@@ -117,19 +119,19 @@ func (e *LogEntry) MarshalJSON() ([]byte, error) {
 // bodies when withBodies.
 func appendLogEntry(b []byte, e *LogEntry, withBodies bool) []byte {
 	b = append(b, `{"id":`...)
-	b = appendJSONString(b, e.ID)
+	b = jsonstr.AppendString(b, e.ID)
 	b = append(b, `,"trace_id":`...)
-	b = appendJSONString(b, e.TraceID)
+	b = jsonstr.AppendString(b, e.TraceID)
 	b = append(b, `,"created_at":`...)
 	b = strconv.AppendInt(b, e.CreatedAt.Unix(), 10)
 	b = append(b, `,"workspace_id":`...)
-	b = appendJSONString(b, e.WorkspaceID)
+	b = jsonstr.AppendString(b, e.WorkspaceID)
 	b = append(b, `,"endpoint":`...)
-	b = appendJSONString(b, e.Endpoint)
+	b = jsonstr.AppendString(b, e.Endpoint)
 	b = append(b, `,"provider":`...)
-	b = appendJSONString(b, e.Provider)
+	b = jsonstr.AppendString(b, e.Provider)
 	b = append(b, `,"model":`...)
-	b = appendJSONString(b, e.Model)
+	b = jsonstr.AppendString(b, e.Model)
 	b = append(b, `,"status":`...)
 	b = strconv.AppendInt(b, int64(e.Status), 10)
 	b = append(b, `,"latency_ms":`...)
@@ -137,11 +139,11 @@ func appendLogEntry(b []byte, e *LogEntry, withBodies bool) []byte {
 	b = append(b, `,"upstream_latency_ms":`...)
 	b = appendJSONFloat(b, durationMS(e.UpstreamLatency))
 	b = append(b, `,"target":`...)
-	b = appendJSONString(b, e.Target)
+	b = jsonstr.AppendString(b, e.Target)
 	b = append(b, `,"retries":`...)
 	b = strconv.AppendInt(b, int64(e.Retries), 10)
 	b = append(b, `,"cache_status":`...)
-	b = appendJSONString(b, e.CacheStatus)
+	b = jsonstr.AppendString(b, e.CacheStatus)
 	b = append(b, `,"usage":`...)
 	if u := e.Usage; u.Known {
 		b = append(b, `{"input_tokens":`...)
@@ -201,9 +203,9 @@ func appendStringMap(b []byte, m map[string]string) []byte {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = appendJSONString(b, k)
+		b = jsonstr.AppendString(b, k)
 		b = append(b, ':')
-		b = appendJSONString(b, m[k])
+		b = jsonstr.AppendString(b, m[k])
 	}
 	return append(b, '}')
 }

@@ -1,6 +1,7 @@
 package storage
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"slices"
@@ -315,10 +316,13 @@ func TestAppendLogEntryMatchesEncodingJSON(t *testing.T) {
 		if e.CostKnown {
 			v.CostUSD = &e.CostUSD
 		}
-		want, err := json.Marshal(v)
-		if err != nil {
+		var enc bytes.Buffer
+		je := json.NewEncoder(&enc)
+		je.SetEscapeHTML(false)
+		if err := je.Encode(v); err != nil {
 			t.Fatal(err)
 		}
+		want := bytes.TrimSuffix(enc.Bytes(), []byte("\n"))
 		if got := appendLogEntry(nil, e, true); string(got) != string(want) {
 			t.Errorf("entry %d:\n got %s\nwant %s", i, got, want)
 		}

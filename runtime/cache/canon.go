@@ -5,7 +5,7 @@ import (
 	"errors"
 	"slices"
 
-	"github.com/llmgw/gateway/runtime/internal/jsonstr"
+	"github.com/llmgw/gateway/internal/jsonstr"
 )
 
 // maxDepth bounds the nesting of a body the canonicaliser accepts; deeper bodies are not cached.

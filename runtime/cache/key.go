@@ -9,7 +9,7 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/llmgw/gateway/runtime/internal/jsonstr"
+	"github.com/llmgw/gateway/internal/jsonstr"
 )
 
 // Target is the resolved provider of a request: the provider identifier (openai, anthropic, ...) and the base

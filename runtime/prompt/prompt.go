@@ -13,7 +13,7 @@ import (
 
 	"github.com/cbroglie/mustache"
 
-	"github.com/llmgw/gateway/runtime/internal/jsonstr"
+	"github.com/llmgw/gateway/internal/jsonstr"
 	"github.com/llmgw/gateway/storage"
 )
 

@@ -12,7 +12,7 @@
 //
 // It owns the mapping between the two shapes and nothing else: the wire shapes live in runtime/schema, provider
 // facts in the adapters (which turn their answers into chat completions first), routing and storing in runtime.
-// It imports only runtime/schema, runtime/gwerr, runtime/jsonfield, runtime/internal/jsonstr and the standard
+// It imports only runtime/schema, runtime/gwerr, runtime/jsonfield, internal/jsonstr and the standard
 // library; it must not import runtime, runtime/providers or routes (its tests use the adapters). Its functions
 // are safe for concurrent use; a stream is read by one goroutine.
 package responses

@@ -8,7 +8,7 @@ import (
 	"io"
 	"strconv"
 
-	"github.com/llmgw/gateway/runtime/internal/jsonstr"
+	"github.com/llmgw/gateway/internal/jsonstr"
 	"github.com/llmgw/gateway/runtime/schema"
 )
 

@@ -6,8 +6,8 @@ import (
 	"strconv"
 	"unsafe"
 
+	"github.com/llmgw/gateway/internal/jsonstr"
 	"github.com/llmgw/gateway/runtime/gwerr"
-	"github.com/llmgw/gateway/runtime/internal/jsonstr"
 )
 
 // Body is a caller's request body, read once at the edge: routes checks it with ReadBody, and every later

@@ -5,7 +5,7 @@ import (
 	"encoding/json"
 	"strconv"
 
-	"github.com/llmgw/gateway/runtime/internal/jsonstr"
+	"github.com/llmgw/gateway/internal/jsonstr"
 )
 
 // ---- chat completion chunks (streamed answers) ----

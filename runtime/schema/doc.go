@@ -13,5 +13,5 @@
 //   - decode.go: DecodeError, the one translation of encoding/json errors into 400s naming the field.
 //
 // Field order and omitempty flags are part of the gateway's output and must not change. schema is a leaf: it
-// imports only gwerr, jsonfield and the JSON scanner of runtime/internal/jsonstr.
+// imports only gwerr, jsonfield and the JSON scanner of internal/jsonstr.
 package schema

@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/llmgw/gateway/internal/jsonstr"
 	"github.com/llmgw/gateway/runtime/gwerr"
-	"github.com/llmgw/gateway/runtime/internal/jsonstr"
 	"github.com/llmgw/gateway/runtime/providers"
 	"github.com/llmgw/gateway/runtime/schema"
 )

@@ -41,7 +41,7 @@
 // Layout: bedrock.go (the adapter, URLs), auth.go (credentials and signing), types.go (Bedrock's wire types),
 // chat.go, embeddings.go, stream.go, errors.go.
 //
-// It imports the standard library, runtime/gwerr, runtime/internal/jsonstr, runtime/netguard (to redact a custom
+// It imports the standard library, runtime/gwerr, internal/jsonstr, runtime/netguard (to redact a custom
 // host it quotes), runtime/providers, runtime/schema and the AWS SDK's SigV4 signer; it must not import another
 // adapter package. An Adapter is safe for concurrent use; the reader TranslateStream returns is not.
 //

@@ -7,7 +7,7 @@
 // ChunkWriter every chunk of a stream goes through. It knows nothing of URLs, headers or authentication: those
 // are the adapters'.
 //
-// It imports only the standard library, runtime/gwerr, runtime/schema and runtime/internal/jsonstr; it must
+// It imports only the standard library, runtime/gwerr, runtime/schema and internal/jsonstr; it must
 // not import runtime/providers or any adapter. Its functions are safe for concurrent use; a reader returned by
 // Stream belongs to one goroutine.
 //

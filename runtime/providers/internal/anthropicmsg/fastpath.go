@@ -1,6 +1,6 @@
 package anthropicmsg
 
-import "github.com/llmgw/gateway/runtime/internal/jsonstr"
+import "github.com/llmgw/gateway/internal/jsonstr"
 
 // Most events of a stream are content_block_delta events of one small shape:
 //

@@ -4,7 +4,7 @@ import (
 	"encoding/json"
 	"testing"
 
-	"github.com/llmgw/gateway/runtime/internal/jsonstr"
+	"github.com/llmgw/gateway/internal/jsonstr"
 )
 
 func TestParseDelta(t *testing.T) {

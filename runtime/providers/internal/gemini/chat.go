@@ -12,8 +12,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/llmgw/gateway/internal/jsonstr"
 	"github.com/llmgw/gateway/runtime/gwerr"
-	"github.com/llmgw/gateway/runtime/internal/jsonstr"
 	"github.com/llmgw/gateway/runtime/schema"
 )
 

@@ -10,7 +10,7 @@
 // schema's types, chunks are written by schema.ChunkWriter, and request errors are schema.DecodeError's 400s.
 //
 // It knows nothing of URLs, headers or authentication: those are the adapters'. It imports only the standard
-// library, runtime/gwerr, runtime/schema and runtime/internal/jsonstr; it must not import runtime/providers or any
+// library, runtime/gwerr, runtime/schema and internal/jsonstr; it must not import runtime/providers or any
 // adapter. Its functions are safe for concurrent use; a reader returned by Stream belongs to one goroutine.
 //
 // Example:

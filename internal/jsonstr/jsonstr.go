@@ -1,7 +1,8 @@
 // Package jsonstr writes, reads and skims JSON without encoding/json's reflection and allocations, for the
-// packages of runtime that handle JSON by hand on hot paths: the stream translators, the cache (keys, stream
-// recording, replay), the rate limiter (a body's model) and prompt rendering. ScanValue validates as it
-// skims; Unquote decodes a string literal as encoding/json does.
+// packages that handle JSON by hand on hot paths: the stream translators, the cache (keys, stream recording,
+// replay), the rate limiter (a body's model), prompt rendering and the request log's encoder (storage). It is a
+// leaf: it imports nothing of ours, so that storage may use it. ScanValue validates as it skims; Unquote decodes
+// a string literal as encoding/json does.
 package jsonstr
 
 import "unicode/utf8"
@@ -31,6 +32,10 @@ func AppendString[S ~string | ~[]byte](b []byte, s S) []byte {
 				b = append(b, '\\', 'r')
 			case '\t':
 				b = append(b, '\\', 't')
+			case '\b':
+				b = append(b, '\\', 'b')
+			case '\f':
+				b = append(b, '\\', 'f')
 			default:
 				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
 			}
