@@ -55,6 +55,10 @@ type streamReader struct {
 	cands    []candState             // by candidate index
 	chunk    schema.Chunk            // reused between events
 	resp     generateContentResponse // reused between events: each decoding into a fresh one would allocate it
+
+	fast      fastEvent     // the common event, read without encoding/json (stream_fast.go)
+	fastUsage usageMetadata // the last usage a fast event reported, which usage then points to
+	slow      bool          // tests: decode every event with encoding/json, to compare the fast path against
 }
 
 // candState is what the stream remembers of one candidate (choice).
@@ -111,6 +115,9 @@ func (s *streamReader) step() {
 		}
 		return
 	}
+	if !s.slow && s.fastStep(data) {
+		return
+	}
 	s.resp = generateContentResponse{} // Unmarshal would keep what this event leaves out
 	if err := json.Unmarshal(data, &s.resp); err != nil {
 		s.err = fmt.Errorf("gemini: decode stream event: %w", err)
@@ -132,15 +139,15 @@ func (s *streamReader) end() {
 	s.err = io.EOF
 }
 
-// begin fixes the stream's id, model and created time from its first event.
-func (s *streamReader) begin(r *generateContentResponse) {
+// begin fixes the stream's id, model and created time from its first event's modelVersion and responseId.
+func (s *streamReader) begin(modelVersion, responseID string) {
 	if s.w.Started() {
 		return
 	}
-	if r.ModelVersion != "" {
-		s.model = r.ModelVersion
+	if modelVersion != "" {
+		s.model = modelVersion
 	}
-	s.chunk = schema.Chunk{ID: completionID(r.ResponseID), Object: "chat.completion.chunk", Created: now().Unix(), Model: s.model}
+	s.chunk = schema.Chunk{ID: completionID(responseID), Object: "chat.completion.chunk", Created: now().Unix(), Model: s.model}
 	s.w.Start(s.chunk.ID, s.chunk.Created, s.chunk.Model)
 }
 
@@ -159,7 +166,7 @@ func (s *streamReader) handle(r *generateContentResponse) {
 		s.err = &streamError{e: *r.Error}
 		return
 	}
-	s.begin(r)
+	s.begin(r.ModelVersion, r.ResponseID)
 	if u := r.UsageMetadata; u != nil && (u.PromptTokenCount != 0 || u.TotalTokenCount != 0 || u.CandidatesTokenCount != 0) {
 		s.usage = u
 	}
