@@ -195,3 +195,46 @@ func skipPlain(b []byte, i int) int {
 	}
 	return i
 }
+
+// Cursor walks a JSON text token by token for the hand-written fast paths of the stream translators: each method
+// skips white space first, and reports false (leaving I where the token should have been) when the next token is
+// not what it asks for.
+type Cursor struct {
+	B []byte
+	I int
+}
+
+// Byte consumes the structural character c.
+func (s *Cursor) Byte(c byte) bool {
+	s.I = SkipSpace(s.B, s.I)
+	if s.I < len(s.B) && s.B[s.I] == c {
+		s.I++
+		return true
+	}
+	return false
+}
+
+// Literal consumes the string literal at the next token and returns it, quotes included and undecoded.
+func (s *Cursor) Literal() ([]byte, bool) {
+	s.I = SkipSpace(s.B, s.I)
+	if s.I >= len(s.B) || s.B[s.I] != '"' {
+		return nil, false
+	}
+	end, err := ScanString(s.B, s.I)
+	if err != nil {
+		return nil, false
+	}
+	q := s.B[s.I:end]
+	s.I = end
+	return q, true
+}
+
+// Word consumes the literal w (true, false, null).
+func (s *Cursor) Word(w string) bool {
+	s.I = SkipSpace(s.B, s.I)
+	if len(s.B)-s.I < len(w) || string(s.B[s.I:s.I+len(w)]) != w {
+		return false
+	}
+	s.I += len(w)
+	return true
+}

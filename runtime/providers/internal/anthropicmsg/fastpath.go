@@ -49,39 +49,12 @@ func internDeltaType(b []byte) string {
 }
 
 // scan walks an event with jsonstr's primitives, which check strings as encoding/json does.
-type scan struct {
-	b []byte
-	i int
-}
-
-func (s *scan) byte(c byte) bool {
-	s.i = jsonstr.SkipSpace(s.b, s.i)
-	if s.i < len(s.b) && s.b[s.i] == c {
-		s.i++
-		return true
-	}
-	return false
-}
-
-// literal finds the string literal at the next token and moves past it.
-func (s *scan) literal() ([]byte, bool) {
-	s.i = jsonstr.SkipSpace(s.b, s.i)
-	if s.i >= len(s.b) || s.b[s.i] != '"' {
-		return nil, false
-	}
-	end, err := jsonstr.ScanString(s.b, s.i)
-	if err != nil {
-		return nil, false
-	}
-	q := s.b[s.i:end]
-	s.i = end
-	return q, true
-}
+type scan struct{ jsonstr.Cursor }
 
 // name reads a key or a type name undecoded. An escape (t\u0079pe) makes it differ from every name the fast
 // path compares it with, so such an event goes through encoding/json, which decodes it.
 func (s *scan) name() ([]byte, bool) {
-	q, ok := s.literal()
+	q, ok := s.Literal()
 	if !ok {
 		return nil, false
 	}
@@ -90,7 +63,7 @@ func (s *scan) name() ([]byte, bool) {
 
 // str reads a string value, unescaping it into dst.
 func (s *scan) str(dst []byte) ([]byte, bool) {
-	q, ok := s.literal()
+	q, ok := s.Literal()
 	if !ok {
 		return dst, false
 	}
@@ -99,21 +72,21 @@ func (s *scan) str(dst []byte) ([]byte, bool) {
 
 // int reads a non-negative integer without a leading zero, small enough for an int.
 func (s *scan) int() (int, bool) {
-	s.i = jsonstr.SkipSpace(s.b, s.i)
-	start, n := s.i, 0
-	for s.i < len(s.b) && '0' <= s.b[s.i] && s.b[s.i] <= '9' {
+	s.I = jsonstr.SkipSpace(s.B, s.I)
+	start, n := s.I, 0
+	for s.I < len(s.B) && '0' <= s.B[s.I] && s.B[s.I] <= '9' {
 		if n > 1<<30 {
 			return 0, false
 		}
-		n = n*10 + int(s.b[s.i]-'0')
-		s.i++
+		n = n*10 + int(s.B[s.I]-'0')
+		s.I++
 	}
-	digits := s.i - start
-	if digits == 0 || digits > 1 && s.b[start] == '0' {
+	digits := s.I - start
+	if digits == 0 || digits > 1 && s.B[start] == '0' {
 		return 0, false
 	}
-	if s.i < len(s.b) {
-		switch s.b[s.i] {
+	if s.I < len(s.B) {
+		switch s.B[s.I] {
 		case '.', 'e', 'E':
 			return 0, false
 		}
@@ -123,14 +96,14 @@ func (s *scan) int() (int, bool) {
 
 // parseDelta reads a content_block_delta event of the common shape; scratch receives the unescaped value.
 func parseDelta(data, scratch []byte) (d fastDelta, ok bool) {
-	s := scan{b: data}
-	if !s.byte('{') {
+	s := scan{Cursor: jsonstr.Cursor{B: data}}
+	if !s.Byte('{') {
 		return d, false
 	}
 	var seenType, seenIndex, seenDelta bool
 	for {
 		key, ok := s.name()
-		if !ok || !s.byte(':') {
+		if !ok || !s.Byte(':') {
 			return d, false
 		}
 		switch string(key) {
@@ -147,7 +120,7 @@ func parseDelta(data, scratch []byte) (d fastDelta, ok bool) {
 			}
 			d.index, seenIndex = n, true
 		case "delta":
-			if seenDelta || !s.byte('{') {
+			if seenDelta || !s.Byte('{') {
 				return d, false
 			}
 			seenDelta = true
@@ -155,7 +128,7 @@ func parseDelta(data, scratch []byte) (d fastDelta, ok bool) {
 			var seenValue bool
 			for {
 				k, ok := s.name()
-				if !ok || !s.byte(':') {
+				if !ok || !s.Byte(':') {
 					return d, false
 				}
 				if string(k) == "type" {
@@ -176,10 +149,10 @@ func parseDelta(data, scratch []byte) (d fastDelta, ok bool) {
 					}
 					seenValue = true
 				}
-				if s.byte(',') {
+				if s.Byte(',') {
 					continue
 				}
-				if !s.byte('}') {
+				if !s.Byte('}') {
 					return d, false
 				}
 				break
@@ -191,15 +164,15 @@ func parseDelta(data, scratch []byte) (d fastDelta, ok bool) {
 		default:
 			return d, false
 		}
-		if s.byte(',') {
+		if s.Byte(',') {
 			continue
 		}
-		if !s.byte('}') {
+		if !s.Byte('}') {
 			return d, false
 		}
 		break
 	}
-	if jsonstr.SkipSpace(s.b, s.i) != len(s.b) || !seenType || !seenIndex || !seenDelta {
+	if jsonstr.SkipSpace(s.B, s.I) != len(s.B) || !seenType || !seenIndex || !seenDelta {
 		return d, false
 	}
 	return d, true

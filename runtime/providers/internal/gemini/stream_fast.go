@@ -106,8 +106,8 @@ func parseFastEvent(data []byte, ev *fastEvent) bool {
 	ev.text, ev.finish = ev.text[:0], ev.finish[:0]
 	ev.usage = usageMetadata{}
 	ev.model, ev.id = nil, nil
-	s := scan{b: data}
-	if !s.byte('{') || s.byte('}') {
+	s := scan{Cursor: jsonstr.Cursor{B: data}}
+	if !s.Byte('{') || s.Byte('}') {
 		return false
 	}
 	for {
@@ -117,7 +117,7 @@ func parseFastEvent(data []byte, ev *fastEvent) bool {
 		}
 		switch string(key) {
 		case "candidates":
-			if ev.candidate || !s.byte('[') || !s.candidate(ev) || !s.byte(']') {
+			if ev.candidate || !s.Byte('[') || !s.candidate(ev) || !s.Byte(']') {
 				return false // no candidate, or more than one, goes through handle
 			}
 			ev.candidate = true
@@ -130,14 +130,14 @@ func parseFastEvent(data []byte, ev *fastEvent) bool {
 			if ev.model != nil {
 				return false
 			}
-			if ev.model, ok = s.literal(); !ok {
+			if ev.model, ok = s.Literal(); !ok {
 				return false
 			}
 		case "responseId":
 			if ev.id != nil {
 				return false
 			}
-			if ev.id, ok = s.literal(); !ok {
+			if ev.id, ok = s.Literal(); !ok {
 				return false
 			}
 		default:
@@ -149,7 +149,7 @@ func parseFastEvent(data []byte, ev *fastEvent) bool {
 			break
 		}
 	}
-	if s.err || jsonstr.SkipSpace(s.b, s.i) != len(s.b) {
+	if s.err || jsonstr.SkipSpace(s.B, s.I) != len(s.B) {
 		return false
 	}
 	// encoding/json writes \b and \f as such where jsonstr.AppendString writes \u0008 and \u000c.
@@ -158,10 +158,10 @@ func parseFastEvent(data []byte, ev *fastEvent) bool {
 
 // candidate reads the one candidate: content, finishReason and an index of 0.
 func (s *scan) candidate(ev *fastEvent) bool {
-	if !s.byte('{') {
+	if !s.Byte('{') {
 		return false
 	}
-	if s.byte('}') {
+	if s.Byte('}') {
 		return true
 	}
 	var content, finish, index bool
@@ -177,7 +177,7 @@ func (s *scan) candidate(ev *fastEvent) bool {
 			}
 			content = true
 		case "finishReason":
-			q, ok := s.literal()
+			q, ok := s.Literal()
 			if !ok || finish {
 				return false
 			}
@@ -204,10 +204,10 @@ func (s *scan) candidate(ev *fastEvent) bool {
 
 // content reads a candidate's content: its role and its text parts.
 func (s *scan) content(ev *fastEvent) bool {
-	if !s.byte('{') {
+	if !s.Byte('{') {
 		return false
 	}
-	if s.byte('}') {
+	if s.Byte('}') {
 		return true
 	}
 	var role, parts bool
@@ -218,7 +218,7 @@ func (s *scan) content(ev *fastEvent) bool {
 		}
 		switch string(key) {
 		case "role":
-			if _, ok := s.literal(); !ok || role {
+			if _, ok := s.Literal(); !ok || role {
 				return false
 			}
 			role = true
@@ -240,29 +240,29 @@ func (s *scan) content(ev *fastEvent) bool {
 
 // parts reads the parts array, appending each part's text to ev.text.
 func (s *scan) parts(ev *fastEvent) bool {
-	if !s.byte('[') {
+	if !s.Byte('[') {
 		return false
 	}
-	if s.byte(']') {
+	if s.Byte(']') {
 		return true
 	}
 	for {
 		if !s.part(ev) {
 			return false
 		}
-		if s.byte(',') {
+		if s.Byte(',') {
 			continue
 		}
-		return s.byte(']')
+		return s.Byte(']')
 	}
 }
 
 // part reads a text part; a thought or a function call declines.
 func (s *scan) part(ev *fastEvent) bool {
-	if !s.byte('{') {
+	if !s.Byte('{') {
 		return false
 	}
-	if s.byte('}') {
+	if s.Byte('}') {
 		return true
 	}
 	var text, thought, signature bool
@@ -273,7 +273,7 @@ func (s *scan) part(ev *fastEvent) bool {
 		}
 		switch string(key) {
 		case "text":
-			q, ok := s.literal()
+			q, ok := s.Literal()
 			if !ok || text {
 				return false
 			}
@@ -282,12 +282,12 @@ func (s *scan) part(ev *fastEvent) bool {
 			}
 			text = true
 		case "thought":
-			if thought || !s.word("false") {
+			if thought || !s.Word("false") {
 				return false
 			}
 			thought = true
 		case "thoughtSignature": // ignored on a text part, as parts does
-			if _, ok := s.literal(); !ok || signature {
+			if _, ok := s.Literal(); !ok || signature {
 				return false
 			}
 			signature = true
@@ -304,10 +304,10 @@ func (s *scan) part(ev *fastEvent) bool {
 
 // usage reads usageMetadata's token counts.
 func (s *scan) usage(u *usageMetadata) bool {
-	if !s.byte('{') {
+	if !s.Byte('{') {
 		return false
 	}
-	if s.byte('}') {
+	if s.Byte('}') {
 		return true
 	}
 	var seen [5]bool
@@ -349,59 +349,24 @@ func (s *scan) usage(u *usageMetadata) bool {
 
 // scan walks an event with jsonstr's primitives, which check strings and skipped values as encoding/json does.
 type scan struct {
-	b   []byte
-	i   int
+	jsonstr.Cursor
 	err bool // next found neither ',' nor '}'
-}
-
-func (s *scan) byte(c byte) bool {
-	s.i = jsonstr.SkipSpace(s.b, s.i)
-	if s.i < len(s.b) && s.b[s.i] == c {
-		s.i++
-		return true
-	}
-	return false
 }
 
 // next moves past the ',' after an object member (true) or the object's closing '}' (false; err when neither).
 func (s *scan) next() bool {
-	if s.byte(',') {
+	if s.Byte(',') {
 		return true
 	}
-	s.err = !s.byte('}')
+	s.err = !s.Byte('}')
 	return false
-}
-
-// word reads the literal w (true, false, null).
-func (s *scan) word(w string) bool {
-	s.i = jsonstr.SkipSpace(s.b, s.i)
-	if !bytes.HasPrefix(s.b[s.i:], []byte(w)) {
-		return false
-	}
-	s.i += len(w)
-	return true
-}
-
-// literal finds the string literal at the next token and moves past it.
-func (s *scan) literal() ([]byte, bool) {
-	s.i = jsonstr.SkipSpace(s.b, s.i)
-	if s.i >= len(s.b) || s.b[s.i] != '"' {
-		return nil, false
-	}
-	end, err := jsonstr.ScanString(s.b, s.i)
-	if err != nil {
-		return nil, false
-	}
-	q := s.b[s.i:end]
-	s.i = end
-	return q, true
 }
 
 // key reads an object key and its ':'. Only printable ASCII without escapes is taken: such a key decodes to
 // itself, and its case folds as the fast path's comparisons assume.
 func (s *scan) key() ([]byte, bool) {
-	q, ok := s.literal()
-	if !ok || !s.byte(':') {
+	q, ok := s.Literal()
+	if !ok || !s.Byte(':') {
 		return nil, false
 	}
 	k := q[1 : len(q)-1]
@@ -422,29 +387,29 @@ func (s *scan) skip(key []byte, fields []string) bool {
 			return false
 		}
 	}
-	end, err := jsonstr.ScanValue(s.b, jsonstr.SkipSpace(s.b, s.i), 1)
+	end, err := jsonstr.ScanValue(s.B, jsonstr.SkipSpace(s.B, s.I), 1)
 	if err != nil {
 		return false
 	}
-	s.i = end
+	s.I = end
 	return true
 }
 
 // int reads a non-negative integer without a leading zero, of at most 18 digits (so that it fits an int64).
 func (s *scan) int() (int64, bool) {
-	s.i = jsonstr.SkipSpace(s.b, s.i)
-	start := s.i
+	s.I = jsonstr.SkipSpace(s.B, s.I)
+	start := s.I
 	var n int64
-	for s.i < len(s.b) && '0' <= s.b[s.i] && s.b[s.i] <= '9' {
-		n = n*10 + int64(s.b[s.i]-'0')
-		s.i++
+	for s.I < len(s.B) && '0' <= s.B[s.I] && s.B[s.I] <= '9' {
+		n = n*10 + int64(s.B[s.I]-'0')
+		s.I++
 	}
-	digits := s.i - start
-	if digits == 0 || digits > 18 || digits > 1 && s.b[start] == '0' {
+	digits := s.I - start
+	if digits == 0 || digits > 18 || digits > 1 && s.B[start] == '0' {
 		return 0, false
 	}
-	if s.i < len(s.b) {
-		switch s.b[s.i] {
+	if s.I < len(s.B) {
+		switch s.B[s.I] {
 		case '.', 'e', 'E':
 			return 0, false
 		}
