@@ -3,8 +3,9 @@
 //
 // routes hands each finished request to Writer.Record, which never blocks and never fails: the entry goes into
 // a bounded queue, and when the queue is full it is dropped and counted (Options.OnDrop, the metric
-// gateway_log_entries_dropped_total) rather than slowing or failing the request. A background goroutine takes
-// entries in batches (up to BatchSize, or what arrived within FlushWindow of the first) and writes each batch
+// gateway_log_entries_dropped_total) rather than slowing or failing the request. Handing an entry over wakes
+// no goroutine (a slice under a mutex, not a channel): a background goroutine takes the queue every FlushWindow,
+// or at once when BatchSize entries wait, and writes it in batches of at most BatchSize, each
 // with storage.LogStore.Append in one pebble batch without a sync: logs are not worth an fsync per request,
 // and a crash loses at most the last moments of them, never other data. The goroutine assigns IDs, cuts bodies
 // longer than MaxBodyBytes (the stored body is then a JSON string of the first MaxBodyBytes bytes, marked

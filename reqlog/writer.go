@@ -57,8 +57,14 @@ type Options struct {
 // any more. It is safe for concurrent use.
 type Writer struct {
 	store *storage.LogStore
-	opts  Options
-	queue chan *Entry
+	opts Options
+
+	// The queue is a slice under a mutex rather than a channel, so that handing an entry over wakes nothing: the
+	// writer takes the queue when its window ticks, or at once when kicked because a batch is full. A channel
+	// send woke the writer for every request, a goroutine wake-up on the request path.
+	mu      sync.Mutex
+	pending []*Entry
+	kick    chan struct{} // a full batch is waiting
 
 	closed    atomic.Bool
 	quit      chan struct{} // closed by Close: drain the queue and stop
@@ -97,7 +103,8 @@ func New(store *storage.LogStore, opts Options) *Writer {
 	if opts.OnDrop == nil {
 		opts.OnDrop = func(int) {}
 	}
-	w := &Writer{store: store, opts: opts, queue: make(chan *Entry, opts.QueueSize), quit: make(chan struct{})}
+	w := &Writer{store: store, opts: opts, kick: make(chan struct{}, 1), quit: make(chan struct{}),
+		pending: make([]*Entry, 0, opts.BatchSize)}
 	w.done.Add(2)
 	go w.writeLoop()
 	go w.sweepLoop()
@@ -118,11 +125,30 @@ func (w *Writer) Record(e *Entry) {
 		w.opts.OnDrop(1)
 		return
 	}
-	select {
-	case w.queue <- e:
-	default:
+	w.mu.Lock()
+	if len(w.pending) >= w.opts.QueueSize {
+		w.mu.Unlock()
 		w.opts.OnDrop(1)
+		return
 	}
+	w.pending = append(w.pending, e)
+	full := len(w.pending) == w.opts.BatchSize
+	w.mu.Unlock()
+	if full {
+		select {
+		case w.kick <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// take hands the writer what is queued, and the queue a spare slice.
+func (w *Writer) take(spare []*Entry) []*Entry {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	got := w.pending
+	w.pending = spare[:0]
+	return got
 }
 
 // Close writes the entries still queued and stops the writer and the sweeper. Entries recorded after it are
@@ -143,51 +169,30 @@ func (w *Writer) Sweep() error {
 
 func (w *Writer) writeLoop() {
 	defer w.done.Done()
-	batch := make([]*Entry, 0, w.opts.BatchSize)
-	window := time.NewTimer(time.Hour)
-	window.Stop()
+	tick := time.NewTicker(w.opts.FlushWindow)
+	defer tick.Stop()
+	spare := make([]*Entry, 0, w.opts.BatchSize)
 	for {
 		select {
-		case e := <-w.queue:
-			batch = append(batch, e)
+		case <-tick.C:
+		case <-w.kick:
 		case <-w.quit:
-			w.drain(batch)
+			w.writeAll(w.take(nil))
 			return
 		}
-		// Gather what arrives within the window, up to a full batch.
-		window.Reset(w.opts.FlushWindow)
-	gather:
-		for len(batch) < cap(batch) {
-			select {
-			case e := <-w.queue:
-				batch = append(batch, e)
-			case <-window.C:
-				break gather
-			case <-w.quit:
-				break gather
-			}
-		}
-		window.Stop()
-		w.write(batch)
-		batch = batch[:0]
+		got := w.take(spare)
+		w.writeAll(got)
+		clear(got)
+		spare = got
 	}
 }
 
-// drain writes batch and whatever is still queued, in full batches.
-func (w *Writer) drain(batch []*Entry) {
-	for {
-		select {
-		case e := <-w.queue:
-			batch = append(batch, e)
-			if len(batch) < cap(batch) {
-				continue
-			}
-		default:
-			w.write(batch)
-			return
-		}
-		w.write(batch)
-		batch = batch[:0]
+// writeAll writes entries in batches of at most BatchSize.
+func (w *Writer) writeAll(entries []*Entry) {
+	for len(entries) > 0 {
+		n := min(len(entries), w.opts.BatchSize)
+		w.write(entries[:n:n])
+		entries = entries[n:]
 	}
 }
 
