@@ -57,7 +57,7 @@ type Options struct {
 // any more. It is safe for concurrent use.
 type Writer struct {
 	store *storage.LogStore
-	opts Options
+	opts  Options
 
 	// The queue is a slice under a mutex rather than a channel, so that handing an entry over wakes nothing: the
 	// writer takes the queue when its window ticks, or at once when kicked because a batch is full. A channel
