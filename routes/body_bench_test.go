@@ -2,8 +2,6 @@ package routes
 
 import (
 	"bytes"
-	"io"
-	"net/http"
 	"strconv"
 	"strings"
 	"testing"
@@ -96,25 +94,7 @@ func BenchmarkRequestBody(b *testing.B) {
 // BenchmarkRequestBodyDirectProxy is the floor of BenchmarkRequestBody: a trivial proxy that reads the body,
 // makes the same upstream call and copies the answer back. The gateway's own cost per KiB is the difference.
 func BenchmarkRequestBodyDirectProxy(b *testing.B) {
-	up := benchUpstream(b)
-	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 256}}
-	url := up.URL + "/v1/chat/completions"
-	handler := func(ctx *fasthttp.RequestCtx) {
-		req, _ := http.NewRequest("POST", url, bytes.NewReader(ctx.Request.Body()))
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Authorization", "Bearer sk")
-		resp, err := client.Do(req)
-		if err != nil {
-			ctx.SetStatusCode(502)
-			return
-		}
-		body, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		ctx.SetStatusCode(resp.StatusCode)
-		ctx.SetContentType("application/json")
-		ctx.SetBody(body)
-	}
-	runBodySizes(b, handler)
+	runBodySizes(b, directProxy(benchUpstream(b)))
 }
 
 // BenchmarkRequestBodyOverride is BenchmarkRequestBody with override_params on the target, which change

@@ -16,7 +16,7 @@ import (
 
 // configRoutes registers the endpoints of this file under /v1.
 func (s *Server) configRoutes(v1 fiber.Router) {
-	v1.Get("/configs", s.listConfigs)
+	v1.Get("/configs", adminList(adminCaller, s.plane.ListConfigs, viewConfig)) // ordered by ID
 	v1.Post("/configs", s.createConfig)
 	v1.Get("/configs/:id", adminOne("id", s.plane.GetConfig, viewConfig))
 	v1.Put("/configs/:id", s.replaceConfig)
@@ -36,27 +36,6 @@ type configView struct {
 func viewConfig(c *storage.Config) configView {
 	return configView{ID: c.ID, Object: "config", WorkspaceID: c.WorkspaceID, Config: c.Config,
 		CreatedAt: c.CreatedAt.UTC().Format(time.RFC3339), UpdatedAt: c.UpdatedAt.UTC().Format(time.RFC3339)}
-}
-
-// listConfigs answers GET /v1/configs: a page of the workspace's configs, ordered by ID.
-func (s *Server) listConfigs(c *fiber.Ctx) error {
-	caller, err := adminCaller(c)
-	if err != nil {
-		return err
-	}
-	pg, err := cursorPage(c)
-	if err != nil {
-		return err
-	}
-	list, more, err := s.plane.ListConfigs(c.UserContext(), caller, pg)
-	if err != nil {
-		return err
-	}
-	data := make([]configView, 0, len(list))
-	for _, x := range list {
-		data = append(data, viewConfig(x))
-	}
-	return c.JSON(cursorList[configView]{Object: "list", Data: data, HasMore: more})
 }
 
 // createConfig answers POST /v1/configs {id, config}.

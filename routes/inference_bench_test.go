@@ -68,10 +68,15 @@ func BenchmarkChatCompletionGateway(b *testing.B) {
 // BenchmarkChatCompletionDirectProxy is the floor: a trivial proxy that makes the same upstream call with the
 // same client settings and copies the answer back. The gateway's own overhead is the difference.
 func BenchmarkChatCompletionDirectProxy(b *testing.B) {
-	up := benchUpstream(b)
+	runChat(b, directProxy(benchUpstream(b)))
+}
+
+// directProxy is the floor the gateway is measured against: a trivial proxy that reads the body, makes the same
+// upstream call with the same client settings and copies the answer back.
+func directProxy(up *httptest.Server) fasthttp.RequestHandler {
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 256}}
 	url := up.URL + "/v1/chat/completions"
-	handler := func(ctx *fasthttp.RequestCtx) {
+	return func(ctx *fasthttp.RequestCtx) {
 		req, _ := http.NewRequest("POST", url, bytes.NewReader(ctx.Request.Body()))
 		req.Header.Set("Content-Type", "application/json")
 		req.Header.Set("Authorization", "Bearer sk")
@@ -86,7 +91,6 @@ func BenchmarkChatCompletionDirectProxy(b *testing.B) {
 		ctx.SetContentType("application/json")
 		ctx.SetBody(body)
 	}
-	runChat(b, handler)
 }
 
 // BenchmarkChatCompletionWithChecks is BenchmarkChatCompletionGateway with an input guardrail of three

@@ -24,7 +24,7 @@ import (
 // providerRoutes registers the endpoints of this file under /v1.
 func (s *Server) providerRoutes(v1 fiber.Router) {
 	for _, base := range []string{"/providers", "/virtual-keys"} {
-		v1.Get(base, s.listProviders)
+		v1.Get(base, adminList(adminCaller, s.plane.ListProviders, viewProvider)) // ordered by slug
 		v1.Post(base, s.createProvider)
 		v1.Get(base+"/:slug", adminOne("slug", s.plane.GetProvider, viewProvider))
 		v1.Put(base+"/:slug", s.replaceProvider)
@@ -81,6 +81,31 @@ func pagedList[R, V any](c *fiber.Ctx, items []R, id func(R) string, view func(R
 	}
 	slices.SortFunc(items, func(a, b R) int { return strings.Compare(id(a), id(b)) })
 	page, more := control.PageOf(items, id, pg)
+	return answerPage(c, page, more, view)
+}
+
+// adminList is the handler of a list the control plane pages by limit and after: caller checks the right it
+// needs (adminCaller, orgAdminCaller), list reads the page, view shows each record.
+func adminList[R, V any](caller func(*fiber.Ctx) (control.Caller, error), list func(context.Context, control.Caller, control.Page) ([]R, bool, error), view func(R) V) fiber.Handler {
+	return func(c *fiber.Ctx) error {
+		who, err := caller(c)
+		if err != nil {
+			return err
+		}
+		pg, err := cursorPage(c)
+		if err != nil {
+			return err
+		}
+		page, more, err := list(c.UserContext(), who, pg)
+		if err != nil {
+			return err
+		}
+		return answerPage(c, page, more, view)
+	}
+}
+
+// answerPage writes a page as {object: "list", data, has_more}.
+func answerPage[R, V any](c *fiber.Ctx, page []R, more bool, view func(R) V) error {
 	data := make([]V, 0, len(page))
 	for _, r := range page {
 		data = append(data, view(r))
@@ -114,27 +139,6 @@ func rawBody(c *fiber.Ctx) ([]byte, error) {
 		return nil, decodeJSON(c, &v) // the decoder's message names the line and column
 	}
 	return bytes.Clone(c.Body()), nil
-}
-
-// listProviders answers GET /v1/providers: a page of the workspace's providers, ordered by slug.
-func (s *Server) listProviders(c *fiber.Ctx) error {
-	caller, err := adminCaller(c)
-	if err != nil {
-		return err
-	}
-	pg, err := cursorPage(c)
-	if err != nil {
-		return err
-	}
-	list, more, err := s.plane.ListProviders(c.UserContext(), caller, pg)
-	if err != nil {
-		return err
-	}
-	data := make([]map[string]any, 0, len(list))
-	for _, pr := range list {
-		data = append(data, viewProvider(pr))
-	}
-	return c.JSON(cursorList[map[string]any]{Object: "list", Data: data, HasMore: more})
 }
 
 // createProvider answers POST /v1/providers with a bootstrap "providers" item without "workspace" as the body.

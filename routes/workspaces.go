@@ -30,7 +30,7 @@ func viewWorkspace(ws *storage.Workspace) workspaceView {
 
 // workspaceRoutes registers the endpoints of this file under /v1.
 func (s *Server) workspaceRoutes(v1 fiber.Router) {
-	v1.Get("/workspaces", s.listWorkspaces)
+	v1.Get("/workspaces", adminList(orgAdminCaller, s.plane.ListWorkspaces, viewWorkspace)) // ordered by ID
 	v1.Post("/workspaces", s.createWorkspace)
 	v1.Get("/workspaces/:ref", s.getWorkspace)
 	v1.Put("/workspaces/:ref", s.updateWorkspace)
@@ -43,27 +43,6 @@ func orgAdminCaller(c *fiber.Ctx) (control.Caller, error) {
 		return control.Caller{}, err
 	}
 	return callerOf(c), nil
-}
-
-// listWorkspaces answers GET /v1/workspaces: ordered by ID, limit 1 to 100 (default 20), after a workspace ID.
-func (s *Server) listWorkspaces(c *fiber.Ctx) error {
-	caller, err := orgAdminCaller(c)
-	if err != nil {
-		return err
-	}
-	pg, err := cursorPage(c)
-	if err != nil {
-		return err
-	}
-	page, more, err := s.plane.ListWorkspaces(c.UserContext(), caller, pg)
-	if err != nil {
-		return err
-	}
-	list := cursorList[workspaceView]{Object: "list", Data: make([]workspaceView, 0, len(page)), HasMore: more}
-	for _, ws := range page {
-		list.Data = append(list.Data, viewWorkspace(ws))
-	}
-	return c.JSON(list)
 }
 
 // createWorkspace answers POST /v1/workspaces {slug, id?, organisation_id?, name?}.
