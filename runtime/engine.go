@@ -209,7 +209,7 @@ func (e *Engine) Do(ctx context.Context, req *Request) (*Response, error) {
 		hold.settle(nil)
 		return nil, err
 	}
-	resp.Upstream, resp.Fallbacks, resp.Attempts = st.upstream, st.fallbacks, st.calls
+	resp.Upstream, resp.Fallbacks = st.upstream, st.fallbacks
 	e.watchUsage(req, &adm, hold, resp)
 	rateLimitHeaders(&adm, resp)
 	return resp, nil

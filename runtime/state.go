@@ -74,8 +74,6 @@ type Response struct {
 	Upstream time.Duration
 	// Fallbacks counts the targets moved past before the one that answered (DESIGN.md gateway_fallbacks_total).
 	Fallbacks int
-	// Attempts counts the upstream calls made, retries included.
-	Attempts int
 
 	models json.RawMessage // the answering stored provider's catalogue overrides, for pricing
 }

@@ -52,8 +52,8 @@ func (e *Engine) reportUsage(adm *ratelimit.Admission, hold *budgetHold, resp *R
 // priced adds the usage's cost, from the catalogue as the answering stored provider's overrides amend it,
 // rounded to a millionth of a cent so that headers and logs read 0.00000195, not 0.0000019499999999999995.
 func priced(resp *Response, model string, u Usage) Usage {
-	if m, ok := catalog.LookupWith(resp.Provider, model, resp.models); ok && (m.InputPerMTok > 0 || m.OutputPerMTok > 0) {
-		u.CostUSD, u.CostKnown = math.Round(catalog.Price(&m, u.InputTokens, u.OutputTokens)*1e12)/1e12, true
+	if usd, ok := catalog.Cost(resp.Provider, model, resp.models, u.InputTokens, u.OutputTokens); ok {
+		u.CostUSD, u.CostKnown = math.Round(usd*1e12)/1e12, true
 	}
 	return u
 }

@@ -118,10 +118,11 @@ func Default() *Catalog {
 // Lookup finds a model of a provider in the default catalogue; see Catalog.Lookup.
 func Lookup(provider, model string) (Model, bool) { return Default().Lookup(provider, model) }
 
-// Cost prices a request's tokens in USD from the catalogue: ok is false when the model is unknown or the
-// catalogue has no price for it (a 0 price means unknown, not free).
-func Cost(provider, model string, inputTokens, outputTokens int64) (usd float64, ok bool) {
-	m, found := Lookup(provider, model)
+// Cost prices a request's tokens in USD at the model's catalogue prices, as a stored provider's overrides (the
+// raw "models" field, nil when none) amend them (LookupWith): ok is false when the model is unknown or has no
+// price (a 0 price means unknown, not free).
+func Cost(provider, model string, overrides json.RawMessage, inputTokens, outputTokens int64) (usd float64, ok bool) {
+	m, found := LookupWith(provider, model, overrides)
 	if !found || (m.InputPerMTok <= 0 && m.OutputPerMTok <= 0) {
 		return 0, false
 	}

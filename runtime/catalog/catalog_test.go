@@ -248,10 +248,10 @@ func TestConcurrentLookup(t *testing.T) {
 }
 
 func TestCost(t *testing.T) {
-	if usd, ok := Cost("openai", "gpt-4o-mini-2024-07-18", 1_000_000, 1_000_000); !ok || usd != 0.15+0.6 {
+	if usd, ok := Cost("openai", "gpt-4o-mini-2024-07-18", nil, 1_000_000, 1_000_000); !ok || usd != 0.15+0.6 {
 		t.Errorf("Cost(gpt-4o-mini) = %v, %v; want 0.75", usd, ok)
 	}
-	if _, ok := Cost("openai", "no-such-model", 10, 10); ok {
+	if _, ok := Cost("openai", "no-such-model", nil, 10, 10); ok {
 		t.Error("an unknown model was priced")
 	}
 }
