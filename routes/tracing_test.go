@@ -82,6 +82,14 @@ func TestTraceparentWithTracingOff(t *testing.T) {
 	if r.Header.Get("Traceparent") != callerParent || r.Header.Get("Tracestate") != "vendor=x" {
 		t.Fatalf("upstream got traceparent %q tracestate %q", r.Header.Get("Traceparent"), r.Header.Get("Tracestate"))
 	}
+	// A malformed traceparent is not passed on, nor the tracestate that came with it.
+	if a := f.chat(t, chatBody, append(h, "traceparent", "00-not-a-trace-01", "tracestate", "vendor=x")...); a.status != 200 {
+		t.Fatalf("%d %s", a.status, a.body)
+	}
+	r, _ = up.lastRequest()
+	if v := r.Header.Get("Traceparent") + r.Header.Get("Tracestate"); v != "" {
+		t.Fatalf("a malformed caller trace context reached the upstream: %q", v)
+	}
 }
 
 // TestTracedChat: a request with a caller's traceparent gives a server span in the caller's trace, a client

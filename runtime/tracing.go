@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/url"
-	"strings"
 
 	"go.opentelemetry.io/otel/trace"
 
@@ -92,19 +91,17 @@ func answerModel(body []byte) string {
 }
 
 // forwardTrace puts the trace context on an upstream request: the attempt span's when tracing is on (span not
-// nil), else the caller's own traceparent and tracestate, unchanged, so that a caller's trace still reaches the
-// provider through a gateway that does not trace. Without either, no header is added.
+// nil), else the caller's own traceparent and tracestate, so that a caller's trace still reaches the provider
+// through a gateway that does not trace. The caller's headers are read by the W3C propagator and written again:
+// a malformed traceparent is not passed on, and a tracestate only within the standard's bounds. Without a
+// traceparent, no header is added.
 func forwardTrace(ctx context.Context, span trace.Span, t *providers.Target, req *http.Request) {
 	if span != nil {
 		tracing.Inject(ctx, req.Header.Set)
 		return
 	}
-	tp := t.Header("traceparent")
-	if tp == "" {
+	if t.Header("traceparent") == "" {
 		return
 	}
-	req.Header.Set("Traceparent", strings.Clone(tp)) // the caller's header buffer is reused once Do returns
-	if ts := t.Header("tracestate"); ts != "" {
-		req.Header.Set("Tracestate", strings.Clone(ts))
-	}
+	tracing.Inject(tracing.Extract(ctx, tracing.HeaderFunc(t.Header)), req.Header.Set)
 }
