@@ -244,6 +244,10 @@ func TestParseFastEvent(t *testing.T) {
 // TestStreamFastPathAllocates checks that a text event costs no allocation: a stream of 110 events allocates
 // what one of 10 does.
 func TestStreamFastPathAllocates(t *testing.T) {
+	slack := 0.0
+	if raceEnabled { // sync.Pool drops items at random under the race detector: a stream may allocate a few more
+		slack = 3
+	}
 	stream := func(events int) []byte {
 		var b bytes.Buffer
 		for range events - 1 {
@@ -261,7 +265,7 @@ func TestStreamFastPathAllocates(t *testing.T) {
 				}
 			})
 		}
-		if a, b := allocs(short), allocs(long); b > a {
+		if a, b := allocs(short), allocs(long); b > a+slack {
 			t.Errorf("strict %v: 100 more text events cost %v allocations (%v for 10 events, %v for 110)", strict, b-a, a, b)
 		}
 	}
