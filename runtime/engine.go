@@ -12,6 +12,7 @@ import (
 	"github.com/llmgw/gateway/hostapi"
 	"github.com/llmgw/gateway/runtime/cache"
 	"github.com/llmgw/gateway/runtime/config"
+	"github.com/llmgw/gateway/runtime/httpclient"
 	"github.com/llmgw/gateway/runtime/netguard"
 	"github.com/llmgw/gateway/runtime/ratelimit"
 	"github.com/llmgw/gateway/storage"
@@ -23,8 +24,8 @@ type Options struct {
 	HostPolicy *netguard.Policy
 	// Resolver resolves custom host names for the policy check. Default net.DefaultResolver.
 	Resolver netguard.Resolver
-	// Transport replaces the pooled upstream transport (tests). Default: a transport whose dialer enforces
-	// HostPolicy on every connection.
+	// Transport replaces the pooled upstream transport (tests). Default: an httpclient.Transport whose dialer
+	// enforces HostPolicy on every connection.
 	Transport http.RoundTripper
 	// AttemptTimeout bounds one upstream attempt when neither the config nor the request sets request_timeout.
 	// Default 10 minutes: long generations are normal, hanging forever is not.
@@ -115,17 +116,7 @@ func New(store *storage.Store, opts Options) *Engine {
 		opts.Logger = slog.Default()
 	}
 	if opts.Transport == nil {
-		dialer := &net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}
-		opts.Transport = &http.Transport{
-			Proxy:                 nil, // a proxy would hide the address the policy must check
-			DialContext:           opts.HostPolicy.DialContext(dialer, opts.Resolver),
-			ForceAttemptHTTP2:     true,
-			MaxIdleConns:          1024,
-			MaxIdleConnsPerHost:   256,
-			IdleConnTimeout:       90 * time.Second,
-			TLSHandshakeTimeout:   10 * time.Second,
-			ExpectContinueTimeout: time.Second,
-		}
+		opts.Transport = httpclient.New(httpclient.Options{Policy: opts.HostPolicy, Resolver: opts.Resolver})
 	}
 	if opts.Now == nil {
 		opts.Now = time.Now
