@@ -38,8 +38,9 @@ type conn struct {
 	abortFunc func()      // c.abort, bound once: registering it with context.AfterFunc then allocates no closure
 	stopAbort func() bool // the current call's context.AfterFunc registration, nil when it has none
 
-	reused    bool
-	idleSince time.Time
+	reused      bool
+	writeFailed bool // the request was not written whole: whatever the answer says, the connection is not reused
+	idleSince   time.Time
 }
 
 func newConn(t *Transport, p *pool, nc, raw net.Conn) *conn {
@@ -78,6 +79,9 @@ func (c *conn) roundTrip(req *http.Request) (*http.Response, error) {
 		c.stopAbort = nil
 	}
 	if err := c.writeRequest(req); err != nil {
+		if resp := c.earlyAnswer(req); resp != nil {
+			return resp, nil
+		}
 		return nil, c.fail(ctx, err, true)
 	}
 	resp, err := c.readResponse(req)
@@ -85,6 +89,28 @@ func (c *conn) roundTrip(req *http.Request) (*http.Response, error) {
 		return nil, c.fail(ctx, err, errors.Is(err, errNoAnswer))
 	}
 	return resp, nil
+}
+
+// earlyAnswerWait is how long a call whose request could not be written waits for the answer the server may
+// have sent before it stopped reading (a 413 for a body too large, say), which is more useful than the write's
+// broken pipe.
+const earlyAnswerWait = 200 * time.Millisecond
+
+// earlyAnswer reads an answer the server sent before the request was written whole, or returns nil. The
+// connection is not reused after it.
+func (c *conn) earlyAnswer(req *http.Request) *http.Response {
+	if c.aborted.Load() || req.Context().Err() != nil {
+		return nil
+	}
+	c.writeFailed = true
+	c.nc.SetReadDeadline(time.Now().Add(earlyAnswerWait))
+	resp, err := c.readResponse(req)
+	c.nc.SetReadDeadline(time.Time{})
+	if err != nil {
+		return nil
+	}
+	resp.Close = true
+	return resp
 }
 
 // errNoAnswer is a connection that ended before the first byte of an answer.
@@ -403,7 +429,7 @@ func (c *conn) setBody(req *http.Request, resp *http.Response) error {
 			keepAlive = true
 		}
 	}
-	if req.Close {
+	if req.Close || c.writeFailed {
 		keepAlive = false
 	}
 

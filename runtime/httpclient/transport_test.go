@@ -694,3 +694,25 @@ func TestClosingAnUnreadBodyDropsTheConnection(t *testing.T) {
 		t.Fatalf("%d connections, want 2: a body closed unread must not leave its bytes to the next call", n)
 	}
 }
+
+func TestAnswerSentBeforeTheBodyWasReadIsReturned(t *testing.T) {
+	url, _ := rawServer(t, func(c net.Conn, br *bufio.Reader) {
+		if _, err := http.ReadRequest(br); err != nil {
+			return
+		}
+		io.WriteString(c, "HTTP/1.1 413 Payload Too Large\r\nContent-Length: 9\r\nConnection: close\r\n\r\ntoo large")
+		c.(*net.TCPConn).CloseWrite()
+		io.Copy(io.Discard, io.LimitReader(c, 1<<20)) // read a little, then stop reading: the client's write stalls
+		time.Sleep(300 * time.Millisecond)
+	})
+	tr := newTransport(t, Options{})
+	req, _ := http.NewRequest("POST", url, bytes.NewReader(make([]byte, 64<<20)))
+	resp, err := tr.RoundTrip(req)
+	if err != nil {
+		t.Fatalf("the server's early answer was lost: %v", err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != 413 || string(b) != "too large" {
+		t.Fatalf("%d %q", resp.StatusCode, b)
+	}
+}
