@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
@@ -45,7 +46,6 @@ const maxMetadataPairs = 64
 func readGatewayHeaders(c *fiber.Ctx, req *runtime.Request) error {
 	req.Provider = strings.TrimSpace(c.Get(HeaderProvider))
 	req.VirtualKey = strings.TrimSpace(c.Get(HeaderVirtualKey))
-	req.Config = c.Get(HeaderConfig)
 	req.CustomHost = strings.TrimSpace(c.Get(HeaderCustomHost))
 	if auth := c.Get(fiber.HeaderAuthorization); auth != "" {
 		token, ok := strings.CutPrefix(auth, "Bearer ")
@@ -59,7 +59,7 @@ func readGatewayHeaders(c *fiber.Ctx, req *runtime.Request) error {
 	}
 	req.Provider = strings.Clone(req.Provider)
 	req.VirtualKey = strings.Clone(req.VirtualKey)
-	req.Config = strings.Clone(req.Config)
+	req.Config = configTexts.intern(c.Get(HeaderConfig))
 	req.CustomHost = strings.Clone(req.CustomHost)
 
 	if raw := c.Get(HeaderMetadata); raw != "" {
@@ -102,6 +102,44 @@ func readGatewayHeaders(c *fiber.Ctx, req *runtime.Request) error {
 	}
 	req.CacheNS = strings.Clone(c.Get(HeaderCacheNamespace))
 	return nil
+}
+
+// configTexts holds the x-gateway-config values seen lately: callers send the same few configs over and over,
+// and a request whose config is held takes the held string instead of a copy of the header's bytes.
+var configTexts = textInterner{maxEntries: 256, maxLen: 16 << 10}
+
+// textInterner hands out one string per distinct text, safe to keep past the handler: the one it holds when
+// it holds the text, else a copy. It holds at most maxEntries texts of at most maxLen bytes each, and starts
+// over when full. It is safe for concurrent use.
+type textInterner struct {
+	maxEntries, maxLen int
+
+	mu    sync.RWMutex
+	texts map[string]string
+}
+
+// intern returns s, or a held string of the same text; s may alias a buffer that is reused later.
+func (in *textInterner) intern(s string) string {
+	if s == "" {
+		return ""
+	}
+	in.mu.RLock()
+	held, ok := in.texts[s]
+	in.mu.RUnlock()
+	if ok {
+		return held
+	}
+	owned := strings.Clone(s)
+	if len(owned) > in.maxLen {
+		return owned
+	}
+	in.mu.Lock()
+	if in.texts == nil || len(in.texts) >= in.maxEntries {
+		in.texts = make(map[string]string, in.maxEntries)
+	}
+	in.texts[owned] = owned
+	in.mu.Unlock()
+	return owned
 }
 
 // parseHeaderList reads header names separated by commas, or a JSON array of strings.

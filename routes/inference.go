@@ -41,12 +41,31 @@ func (s *Server) inference(ep providers.Endpoint) fiber.Handler {
 // newEngineRequest makes the engine request of an inference call: the body, the caller's key and trace ID,
 // and the gateway headers.
 func newEngineRequest(c *fiber.Ctx, ep providers.Endpoint, body schema.Body) (*runtime.Request, error) {
-	req := &runtime.Request{Endpoint: ep, URLPath: strings.Clone(c.Path()), Body: body, Stream: body.Stream(),
+	req := &runtime.Request{Endpoint: ep, URLPath: ownedPath(c), Body: body, Stream: body.Stream(),
 		Key: callerKey(c), TraceID: ensureTraceID(c)}
 	if err := readGatewayHeaders(c, req); err != nil {
 		return nil, err
 	}
 	return req, nil
+}
+
+// endpointPaths holds the URL paths of the inference endpoints, so that a request to one of them takes the
+// held string rather than a copy of fiber's (which fiber reuses once the handler returns).
+var endpointPaths = func() map[string]string {
+	m := make(map[string]string)
+	for _, ep := range []providers.Endpoint{providers.ChatCompletions, providers.Completions, providers.Embeddings, providers.Responses} {
+		p := "/v1" + ep.Path()
+		m[p] = p
+	}
+	return m
+}()
+
+// ownedPath is the request's URL path, safe to keep past the handler.
+func ownedPath(c *fiber.Ctx) string {
+	if p, ok := endpointPaths[c.Path()]; ok {
+		return p
+	}
+	return strings.Clone(c.Path())
 }
 
 // run sends the request through the engine and writes its answer (see send). The request's context ends when

@@ -1,11 +1,6 @@
 package routes
 
-import (
-	"io"
-	"net/http"
-	"net/http/httptest"
-	"testing"
-)
+import "testing"
 
 // BenchmarkResponsesGateway is a non-streamed, stored response through the whole gateway to a loopback
 // upstream: natively (OpenAI) and translated (Anthropic Messages), each with the synced store of the answer.
@@ -18,13 +13,7 @@ func BenchmarkResponsesGateway(b *testing.B) {
 	} {
 		b.Run(tc.name, func(b *testing.B) {
 			f := newFixture(b, Options{})
-			answer := []byte(tc.answer)
-			up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				io.Copy(io.Discard, r.Body)
-				w.Header().Set("Content-Type", "application/json")
-				w.Write(answer)
-			}))
-			b.Cleanup(up.Close)
+			up := benchUpstreamAnswering(b, tc.answer)
 			f.storeProvider(b, "p", tc.provider, up.URL+"/v1")
 			runPost(b, f.srv.Handler().Handler(), "/v1/responses", `{"model":"`+tc.model+`","input":"Hello there"}`,
 				HeaderAPIKey, f.plain, HeaderVirtualKey, "p")

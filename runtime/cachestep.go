@@ -85,12 +85,13 @@ func (e *Engine) cacheLookup(ctx context.Context, st *state, n *config.Node, t *
 		maxAge = time.Duration(*n.Cache.MaxAge) * time.Second
 	}
 	now := e.now()
-	step := &cacheStep{ws: ws, key: key, expires: now.Add(maxAge), status: CacheMiss, responses: req.Endpoint == providers.Responses}
+	status := CacheMiss
 	if req.CacheRefresh {
-		step.status = CacheRefresh
+		status = CacheRefresh
 	} else if out := e.cachedOutcome(req, ws, key, now, CacheHit); out != nil {
-		return nil, out
+		return nil, out // a hit needs no step: made after the lookup, it costs a hit nothing
 	}
+	step := &cacheStep{ws: ws, key: key, expires: now.Add(maxAge), status: status, responses: req.Endpoint == providers.Responses}
 	if n.Cache.Mode != "semantic" || req.Endpoint != providers.ChatCompletions {
 		return step, nil
 	}

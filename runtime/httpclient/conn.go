@@ -2,7 +2,6 @@ package httpclient
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -31,7 +30,8 @@ type conn struct {
 	raw  net.Conn // the socket under nc, peeked at before reuse
 	br   *bufio.Reader
 	bw   *bufio.Writer
-	head []byte // the answer's head, reused between calls
+	head  []byte      // the answer's head, reused between calls
+	exact exactWriter // the request body's writer, reused between calls
 
 	closeOnce sync.Once
 	aborted   atomic.Bool // the request's context ended and closed the connection
@@ -227,16 +227,15 @@ func (c *conn) writeRequest(req *http.Request) (err error) {
 		bw.WriteString("\r\n")
 	case req.ContentLength > 0:
 		bw.WriteString("Content-Length: ")
-		var digits [20]byte
-		bw.Write(strconv.AppendInt(digits[:0], req.ContentLength, 10))
+		bw.Write(strconv.AppendInt(bw.AvailableBuffer(), req.ContentLength, 10))
 		bw.WriteString("\r\n\r\n")
-		if err := writeBody(bw, body, req.ContentLength); err != nil {
+		if err := c.writeBody(body, req.ContentLength); err != nil {
 			return err
 		}
 	default: // a body of unknown length
 		bw.WriteString("Transfer-Encoding: chunked\r\n\r\n")
 		cw := httputil.NewChunkedWriter(bw)
-		if _, err := copyBody(cw, body); err != nil {
+		if err := copyBody(cw, body, -1); err != nil {
 			return err
 		}
 		if err := cw.Close(); err != nil {
@@ -247,33 +246,74 @@ func (c *conn) writeRequest(req *http.Request) (err error) {
 	return bw.Flush()
 }
 
-// writeBody writes exactly n bytes of body. A body that holds its bytes (bytes.Reader) writes them in one call,
-// which bufio passes straight to the socket past its buffer.
-func writeBody(bw *bufio.Writer, body io.Reader, n int64) error {
-	if br, ok := body.(*bytes.Reader); ok && int64(br.Len()) == n {
-		_, err := br.WriteTo(bw)
-		return err
+// writeBody writes exactly n bytes of body. A body that writes itself (bytes.Reader, and net/http's NopCloser
+// of one, which is what http.NewRequest makes of it) does so in one call, which bufio passes straight to the
+// socket past its buffer; c.exact refuses a byte beyond n, so that a body longer than its ContentLength can never
+// write into the next request.
+func (c *conn) writeBody(body io.Reader, n int64) error {
+	c.exact = exactWriter{w: c.bw, left: n}
+	var err error
+	if wt, ok := body.(io.WriterTo); ok {
+		_, err = wt.WriteTo(&c.exact)
+	} else {
+		err = copyBody(&c.exact, body, n)
 	}
-	m, err := copyBody(bw, io.LimitReader(body, n))
 	if err != nil {
 		return err
 	}
-	if m != n {
-		return fmt.Errorf("httpclient: request body has %d bytes, fewer than its ContentLength of %d", m, n)
+	if c.exact.left != 0 {
+		return fmt.Errorf("httpclient: request body has %d bytes, fewer than its ContentLength of %d", n-c.exact.left, n)
 	}
 	return nil
+}
+
+// exactWriter passes on at most left bytes and refuses a write beyond them whole.
+type exactWriter struct {
+	w    *bufio.Writer
+	left int64
+}
+
+var errBodyTooLong = errors.New("httpclient: request body is longer than its ContentLength")
+
+func (e *exactWriter) Write(p []byte) (int, error) {
+	if int64(len(p)) > e.left {
+		return 0, errBodyTooLong
+	}
+	e.left -= int64(len(p))
+	return e.w.Write(p)
 }
 
 // copyBuffers are the 32 KiB buffers bodies of other kinds are copied through.
 var copyBuffers = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}
 
-// copyBody copies src to w through a pooled buffer. It hides w's ReadFrom: bufio.Writer's would copy through
-// its own 4 KiB buffer, one write a 4 KiB.
-func copyBody(w io.Writer, src io.Reader) (int64, error) {
-	buf := copyBuffers.Get().(*[]byte)
-	n, err := io.CopyBuffer(struct{ io.Writer }{w}, struct{ io.Reader }{src}, *buf)
-	copyBuffers.Put(buf)
-	return n, err
+// copyBody copies src to w through a pooled buffer, at most limit bytes when limit >= 0, without calling w's
+// ReadFrom: bufio.Writer's would copy through its own 4 KiB buffer, one write a 4 KiB.
+func copyBody(w io.Writer, src io.Reader, limit int64) error {
+	bp := copyBuffers.Get().(*[]byte)
+	defer copyBuffers.Put(bp)
+	buf := *bp
+	for limit != 0 {
+		chunk := buf
+		if limit > 0 && int64(len(chunk)) > limit {
+			chunk = chunk[:limit]
+		}
+		n, err := src.Read(chunk)
+		if n > 0 {
+			if _, werr := w.Write(chunk[:n]); werr != nil {
+				return werr
+			}
+			if limit > 0 {
+				limit -= int64(n)
+			}
+		}
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // readResponse reads the answer's head (skipping 1xx answers) and sets up its body.
@@ -283,10 +323,11 @@ func (c *conn) readResponse(req *http.Request) (*http.Response, error) {
 		if err != nil {
 			return nil, err
 		}
-		resp, err := parseHead(head)
+		a, err := parseHead(head)
 		if err != nil {
 			return nil, err
 		}
+		resp := &a.resp
 		if resp.StatusCode >= 100 && resp.StatusCode < 200 {
 			if resp.StatusCode == http.StatusSwitchingProtocols {
 				return nil, errors.New("httpclient: unexpected 101 Switching Protocols")
@@ -294,7 +335,7 @@ func (c *conn) readResponse(req *http.Request) (*http.Response, error) {
 			continue // 100 Continue, 103 Early Hints: the answer follows
 		}
 		resp.Request = req
-		return resp, c.setBody(req, resp)
+		return resp, c.setBody(req, a)
 	}
 }
 
@@ -338,9 +379,16 @@ func isReset(err error) bool {
 	return errors.Is(err, syscall.ECONNRESET)
 }
 
+// answer is an answer with its header values and its body, in one allocation.
+type answer struct {
+	resp   http.Response
+	values [12]string // the header values, when there are at most 12
+	body   body
+}
+
 // parseHead parses a status line and headers. The head is copied into one string, which every header value
-// and the status text are slices of: one allocation for the text, one for the values and one for the map.
-func parseHead(raw []byte) (*http.Response, error) {
+// and the status text are slices of: one allocation for the text, one for the answer and one for the map.
+func parseHead(raw []byte) (*answer, error) {
 	s := string(raw)
 	nl := strings.IndexByte(s, '\n')
 	status := strings.TrimSuffix(s[:nl], "\r")
@@ -363,16 +411,19 @@ func parseHead(raw []byte) (*http.Response, error) {
 	if code < 100 {
 		return nil, fmt.Errorf("httpclient: malformed status code in %q", cut(status))
 	}
-	resp := &http.Response{
+	a := &answer{resp: http.Response{
 		Status:     status[9:],
 		StatusCode: code,
 		Proto:      status[:8],
 		ProtoMajor: 1,
 		ProtoMinor: int(minor - '0'),
-	}
+	}}
 	lines := strings.Count(rest, "\n")
 	header := make(http.Header, lines)
-	values := make([]string, lines)
+	values := a.values[:]
+	if lines > len(values) {
+		values = make([]string, lines)
+	}
 	var last string
 	for len(rest) > 0 {
 		nl := strings.IndexByte(rest, '\n')
@@ -401,8 +452,8 @@ func parseHead(raw []byte) (*http.Response, error) {
 		}
 		last = name
 	}
-	resp.Header = header
-	return resp, nil
+	a.resp.Header = header
+	return a, nil
 }
 
 // cut shortens a line quoted in an error.
@@ -415,7 +466,8 @@ func cut(s string) string {
 
 // setBody gives resp its body as the head says: none, a length, chunks, or up to the end of the connection.
 // An answer without a body releases the connection at once.
-func (c *conn) setBody(req *http.Request, resp *http.Response) error {
+func (c *conn) setBody(req *http.Request, a *answer) error {
+	resp := &a.resp
 	h := resp.Header
 	// HTTP/1.1 keeps a connection unless either side says close; HTTP/1.0 only when the server says keep-alive.
 	keepAlive := resp.ProtoMinor == 1
@@ -467,12 +519,15 @@ func (c *conn) setBody(req *http.Request, resp *http.Response) error {
 		resp.Body = http.NoBody
 		c.release(keepAlive)
 	case chunked:
-		resp.Body = &body{c: c, chunks: httputil.NewChunkedReader(c.br), keepAlive: keepAlive, ctx: req.Context()}
+		a.body = body{c: c, chunks: httputil.NewChunkedReader(c.br), keepAlive: keepAlive, ctx: req.Context()}
+		resp.Body = &a.body
 	case length > 0:
-		resp.Body = &body{c: c, remaining: length, keepAlive: keepAlive, ctx: req.Context()}
+		a.body = body{c: c, remaining: length, keepAlive: keepAlive, ctx: req.Context()}
+		resp.Body = &a.body
 	default: // delimited by the end of the connection
 		resp.Close = true
-		resp.Body = &body{c: c, remaining: -1, ctx: req.Context()}
+		a.body = body{c: c, remaining: -1, ctx: req.Context()}
+		resp.Body = &a.body
 	}
 	return nil
 }

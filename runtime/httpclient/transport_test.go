@@ -716,3 +716,15 @@ func TestAnswerSentBeforeTheBodyWasReadIsReturned(t *testing.T) {
 		t.Fatalf("%d %q", resp.StatusCode, b)
 	}
 }
+
+func TestBodyLongerThanItsContentLengthIsRefused(t *testing.T) {
+	url, accepted := rawServer(t, func(c net.Conn, br *bufio.Reader) { readRequest(br) })
+	tr := newTransport(t, Options{})
+	// net/http's NewRequest wraps a bytes.Reader in a NopCloser that writes itself: it must not write past 5.
+	req, _ := http.NewRequest("POST", url, bytes.NewReader([]byte("hello, and a smuggled request")))
+	req.ContentLength = 5
+	if _, err := tr.RoundTrip(req); !errors.Is(err, errBodyTooLong) {
+		t.Fatalf("a body longer than its ContentLength: %v", err)
+	}
+	_ = accepted
+}

@@ -154,14 +154,22 @@ func PostJSON(ctx context.Context, t *Target, c *Call, url string, body []byte) 
 	for name, values := range t.Forward {
 		req.Header[name] = values
 	}
-	req.Header.Set("Content-Type", "application/json")
+	req.Header["Content-Type"] = jsonValue
 	if c.Stream {
-		req.Header.Set("Accept", "text/event-stream")
+		req.Header["Accept"] = eventStreamValue
 	} else {
-		req.Header.Set("Accept", "application/json")
+		req.Header["Accept"] = jsonValue
 	}
 	return req, nil
 }
+
+// The values of the headers PostJSON sets, shared by every call rather than made for each (Header.Set makes
+// a slice a call). A request's header values are only ever replaced or appended to, never written in place,
+// and their capacity is their length, so that an append copies them.
+var (
+	jsonValue        = []string{"application/json"}
+	eventStreamValue = []string{"text/event-stream"}
+)
 
 // Responses is the call's body decoded as a responses API request, once per request when the body is the
 // caller's own (as Chat). Callers must not modify the result.
