@@ -21,18 +21,29 @@ import (
 
 // Stored request logs (package reqlog writes them, the admin API reads them).
 //
-//	log/<stamp>                      LogEntry as JSON, without its bodies: every workspace's, newest first
-//	logws/<workspace-id>/<stamp>     nothing: an index, so that a workspace's list scans only its own
-//	logbody/<stamp>                  the entry's request and response bodies (logBodies), read only by GetBodies
+//	lob/<reversed stamp>   the entry's request and response bodies (logBodies), read only by GetBodies
+//	log/<stamp>            LogEntry as JSON, without its bodies: every workspace's, newest first
 //
 // <stamp> is the base32 (extended hex alphabet, lower case, which keeps byte order) of 12 bytes: MaxUint64
 // minus the entry's creation time in Unix nanoseconds, then 4 random bytes. Keys therefore sort newest first,
 // a time bound is a key bound (from/to seek), and retention is a range delete. An entry's ID is "log_" and its
-// stamp, so a point lookup needs no index.
+// stamp, so a point lookup needs no index. <reversed stamp> is the stamp with each digit d replaced by 31-d:
+// bodies sort oldest first.
+//
+// The layout spares pebble most rewriting of old entries (compactions were most of the request log's CPU): what
+// one batch writes is a run of the newest keys, at the end of lob/ and the start of log/, with no table sorting
+// between them (none may), so a flushed table overlaps older ones only at its old edge (the requests that ended
+// after later ones began) and otherwise moves down the levels unrewritten. A second, interleaved key per entry
+// would make every flushed table span all older entries, which is why a workspace has no index of its own: its
+// list scans log/ and skips other workspaces' entries before decoding them. Earlier versions kept such an index
+// (logws/<workspace-id>/<stamp>), which the sweep drops, and bodies under logbody/<stamp>, which GetBodies
+// still reads and the sweep ages out.
 const (
 	tableLog     = "log"
-	tableLogWS   = "logws"
-	tableLogBody = "logbody"
+	tableLogBody = "lob"
+
+	tableLogWSLegacy   = "logws"
+	tableLogBodyLegacy = "logbody"
 
 	// LogIDPrefix starts every log entry's ID.
 	LogIDPrefix = "log_"
@@ -40,8 +51,11 @@ const (
 	logStampBytes = 12
 )
 
+// logStampDigits are the stamp's digits, in their order.
+const logStampDigits = "0123456789abcdefghijklmnopqrstuv"
+
 // logStampEncoding keeps the byte order of fixed-length input in the order of its text.
-var logStampEncoding = base32.NewEncoding("0123456789abcdefghijklmnopqrstuv").WithPadding(base32.NoPadding)
+var logStampEncoding = base32.NewEncoding(logStampDigits).WithPadding(base32.NoPadding)
 
 var logStampLen = logStampEncoding.EncodedLen(logStampBytes)
 
@@ -135,9 +149,9 @@ func appendLogEntry(b []byte, e *LogEntry, withBodies bool) []byte {
 	b = append(b, `,"status":`...)
 	b = strconv.AppendInt(b, int64(e.Status), 10)
 	b = append(b, `,"latency_ms":`...)
-	b = appendJSONFloat(b, durationMS(e.Latency))
+	b = appendMS(b, e.Latency)
 	b = append(b, `,"upstream_latency_ms":`...)
-	b = appendJSONFloat(b, durationMS(e.UpstreamLatency))
+	b = appendMS(b, e.UpstreamLatency)
 	b = append(b, `,"target":`...)
 	b = jsonstr.AppendString(b, e.Target)
 	b = append(b, `,"retries":`...)
@@ -236,6 +250,30 @@ func (e *LogEntry) UnmarshalJSON(b []byte) error {
 
 func durationMS(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
+// appendMS appends durationMS(d) as appendJSONFloat writes it, without formatting a float (a fifth of the
+// encoding's time): a count of microseconds below 10^15 divided by 1000 has at most 15 significant digits, so
+// the shortest decimal that reads back as that float is the quotient's own digits.
+func appendMS(b []byte, d time.Duration) []byte {
+	us := d.Microseconds()
+	if us <= -1e15 || us >= 1e15 {
+		return appendJSONFloat(b, durationMS(d))
+	}
+	if us < 0 {
+		b, us = append(b, '-'), -us
+	}
+	b = strconv.AppendInt(b, us/1000, 10)
+	if frac := us % 1000; frac != 0 {
+		b = append(b, '.', byte('0'+frac/100))
+		if frac %= 100; frac != 0 {
+			b = append(b, byte('0'+frac/10))
+			if frac %= 10; frac != 0 {
+				b = append(b, byte('0'+frac))
+			}
+		}
+	}
+	return b
+}
+
 func msDuration(ms float64) time.Duration {
 	return time.Duration(math.Round(ms*1e3)) * time.Microsecond
 }
@@ -263,6 +301,15 @@ func appendLogStamp(dst []byte, t time.Time, random []byte) []byte {
 	binary.BigEndian.PutUint64(b[:8], invertedNanos(t))
 	copy(b[8:], random)
 	return logStampEncoding.AppendEncode(dst, b[:])
+}
+
+// appendReversedLogStamp appends the stamp with each digit d replaced by 31-d, which reverses the order of
+// stamps (they all have one length).
+func appendReversedLogStamp(dst []byte, stamp string) []byte {
+	for i := 0; i < len(stamp); i++ {
+		dst = append(dst, logStampDigits[len(logStampDigits)-1-strings.IndexByte(logStampDigits, stamp[i])])
+	}
+	return dst
 }
 
 func invertedNanos(t time.Time) uint64 {
@@ -325,14 +372,12 @@ func (ls *LogStore) Append(entries []*LogEntry) error {
 		raw = appendLogEntry(raw[:0], e, false)
 		k = appendKey(k[:0], tableLog, stamp)
 		_ = b.Set(k, raw, nil)
-		k = appendKey(k[:0], tableLogWS, e.WorkspaceID, stamp)
-		_ = b.Set(k, nil, nil) // an index: the entry is read under log/ (half the bytes written and compacted)
 		if e.Request != nil || e.Response != nil {
 			raw = append(appendLogBodies(append(raw[:0], '{'), e), '}')
 			if raw[1] == ',' { // the first member's comma
 				raw = append(raw[:1], raw[2:]...)
 			}
-			k = appendKey(k[:0], tableLogBody, stamp)
+			k = appendReversedLogStamp(append(appendKey(k[:0], tableLogBody), '/'), stamp)
 			_ = b.Set(k, raw, nil)
 		}
 	}
@@ -370,7 +415,10 @@ func (ls *LogStore) GetBodies(e *LogEntry) error {
 	if !ok {
 		return ErrNotFound
 	}
-	raw, err := ls.s.get(key(tableLogBody, stamp))
+	raw, err := ls.s.get(appendReversedLogStamp(prefix(tableLogBody), stamp))
+	if errors.Is(err, ErrNotFound) {
+		raw, err = ls.s.get(key(tableLogBodyLegacy, stamp))
+	}
 	if errors.Is(err, ErrNotFound) {
 		return nil
 	}
@@ -429,14 +477,13 @@ func (ls *LogStore) List(q LogQuery) (*LogPage, error) {
 	if maxScan <= 0 {
 		maxScan = DefaultLogMaxScan
 	}
-	var p []byte
-	if q.WorkspaceID == "" {
-		p = prefix(tableLog)
-	} else {
+	p := prefix(tableLog)
+	var wsMember []byte // the workspace_id member of the workspace's entries, as appendLogEntry writes it
+	if q.WorkspaceID != "" {
 		if !ValidID(q.WorkspaceID) {
 			return &LogPage{}, nil
 		}
-		p = prefix(tableLogWS, q.WorkspaceID)
+		wsMember = jsonstr.AppendString([]byte(`"workspace_id":`), q.WorkspaceID)
 	}
 	lower, upper := p, prefixEnd(p)
 	if !q.To.IsZero() {
@@ -466,29 +513,27 @@ func (ls *LogStore) List(q LogQuery) (*LogPage, error) {
 	}
 	defer it.Close()
 	scanned := 0
+	var last []byte // the stamp of the last entry read
 	for it.First(); it.Valid(); it.Next() {
 		if len(page.Entries) == limit || scanned == maxScan {
 			page.HasMore = true
 			break
 		}
 		scanned++
+		last = append(last[:0], it.Key()[len(p):]...)
 		v, err := it.ValueAndErr()
 		if err != nil {
 			return nil, fmt.Errorf("storage: list logs: %w", err)
 		}
-		if q.WorkspaceID != "" { // a workspace's index: the entry is under log/<stamp>
-			stamp := it.Key()[len(p):]
-			if v, err = ls.s.get(key(tableLog, string(stamp))); errors.Is(err, ErrNotFound) {
-				continue // swept meanwhile
-			} else if err != nil {
-				return nil, fmt.Errorf("storage: list logs: %w", err)
-			}
+		// Another workspace's entry is skipped undecoded. The member cannot occur inside a JSON string (whose
+		// quotes are escaped); it may occur as a metadata key, which matches tells apart.
+		if wsMember != nil && !bytes.Contains(v, wsMember) {
+			continue
 		}
 		e := new(LogEntry)
 		if err := json.Unmarshal(v, e); err != nil {
 			return nil, fmt.Errorf("storage: decode %s: %w", it.Key(), err)
 		}
-		page.Next = e.ID
 		if q.matches(e) {
 			page.Entries = append(page.Entries, e)
 		}
@@ -496,14 +541,15 @@ func (ls *LogStore) List(q LogQuery) (*LogPage, error) {
 	if err := it.Error(); err != nil {
 		return nil, fmt.Errorf("storage: list logs: %w", err)
 	}
-	if !page.HasMore {
-		page.Next = ""
+	if page.HasMore {
+		page.Next = LogIDPrefix + string(last)
 	}
 	return page, nil
 }
 
 func (q *LogQuery) matches(e *LogEntry) bool {
-	if (q.TraceID != "" && e.TraceID != q.TraceID) || (q.Status != 0 && e.Status != q.Status) ||
+	if (q.WorkspaceID != "" && e.WorkspaceID != q.WorkspaceID) ||
+		(q.TraceID != "" && e.TraceID != q.TraceID) || (q.Status != 0 && e.Status != q.Status) ||
 		(q.Provider != "" && e.Provider != q.Provider) || (q.Model != "" && e.Model != q.Model) {
 		return false
 	}
@@ -523,38 +569,45 @@ func maxKey(a, b []byte) []byte {
 }
 
 // DeleteBefore deletes the entries made before cutoff, with their bodies, in one unsynced batch of range
-// deletions: one for the whole log, one for the bodies and one per workspace that has entries.
+// deletions, and what earlier versions wrote (logws/, logbody/) with them.
 func (ls *LogStore) DeleteBefore(cutoff time.Time) error {
-	// Older entries have larger stamps: everything from the first stamp of the nanosecond before cutoff.
+	// Older entries have larger stamps: everything from the first stamp of the nanosecond before cutoff, and
+	// their bodies, whose reversed stamps are smaller, up to that stamp reversed.
 	from := logStamp(cutoff.Add(-time.Nanosecond), nil)
 	b := ls.s.db.NewBatch()
 	defer b.Close()
-	for _, table := range []string{tableLog, tableLogBody} {
-		p := prefix(table)
-		_ = b.DeleteRange(append(bytes.Clone(p), from...), prefixEnd(p), nil)
+	p := prefix(tableLog)
+	_ = b.DeleteRange(append(bytes.Clone(p), from...), prefixEnd(p), nil)
+	p = prefix(tableLogBody)
+	_ = b.DeleteRange(p, append(appendReversedLogStamp(bytes.Clone(p), from), 0), nil)
+	// The earlier versions' tables, only while they hold something: the index all at once (nothing reads it),
+	// the bodies as they age.
+	legacy := []struct{ lower, upper []byte }{
+		{prefix(tableLogWSLegacy), prefixEnd(prefix(tableLogWSLegacy))},
+		{append(prefix(tableLogBodyLegacy), from...), prefixEnd(prefix(tableLogBodyLegacy))},
 	}
-	// Each workspace's index: seek from one workspace's prefix to the next.
-	p := prefix(tableLogWS)
-	it, err := ls.s.db.NewIter(&pebble.IterOptions{LowerBound: p, UpperBound: prefixEnd(p)})
-	if err != nil {
-		return fmt.Errorf("storage: sweep logs: %w", err)
-	}
-	for valid := it.First(); valid; {
-		rest := it.Key()[len(p):]
-		i := bytes.IndexByte(rest, '/')
-		if i < 0 {
-			valid = it.Next()
-			continue
+	for _, r := range legacy {
+		if found, err := ls.anyKey(r.lower, r.upper); err != nil {
+			return err
+		} else if found {
+			_ = b.DeleteRange(r.lower, r.upper, nil)
 		}
-		wsPrefix := bytes.Clone(it.Key()[:len(p)+i+1])
-		_ = b.DeleteRange(append(bytes.Clone(wsPrefix), from...), prefixEnd(wsPrefix), nil)
-		valid = it.SeekGE(prefixEnd(wsPrefix))
-	}
-	if err := it.Close(); err != nil {
-		return fmt.Errorf("storage: sweep logs: %w", err)
 	}
 	if err := b.Commit(pebble.NoSync); err != nil {
 		return fmt.Errorf("storage: sweep logs: %w", err)
 	}
 	return nil
+}
+
+// anyKey reports whether a key in [lower, upper) exists.
+func (ls *LogStore) anyKey(lower, upper []byte) (bool, error) {
+	it, err := ls.s.db.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upper})
+	if err != nil {
+		return false, fmt.Errorf("storage: sweep logs: %w", err)
+	}
+	found := it.First()
+	if err := it.Close(); err != nil {
+		return false, fmt.Errorf("storage: sweep logs: %w", err)
+	}
+	return found, nil
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"math"
 	"slices"
 	"strings"
 	"testing"
@@ -268,9 +269,78 @@ func TestLogsDeleteBefore(t *testing.T) {
 	if _, err := s.Logs.Get("", es[0].ID); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("Get of a swept entry: %v", err)
 	}
-	stamp, _ := logStampOf(es[0].ID)
-	if _, err := s.get(key(tableLogBody, stamp)); !errors.Is(err, ErrNotFound) {
-		t.Fatalf("the swept entry's bodies: %v, want gone", err)
+	swept := &LogEntry{ID: es[0].ID}
+	if err := s.Logs.GetBodies(swept); err != nil || swept.Request != nil {
+		t.Fatalf("the swept entry's bodies: %s, %v; want gone", swept.Request, err)
+	}
+}
+
+// TestLogsDeleteBeforeBodies shows that the sweep deletes the bodies of the entries it deletes, and only theirs.
+func TestLogsDeleteBeforeBodies(t *testing.T) {
+	s := openTest(t, nil, nil)
+	var es []*LogEntry
+	for i := range 4 {
+		es = append(es, &LogEntry{WorkspaceID: "ws1", CreatedAt: logBase.Add(time.Duration(i) * time.Second), Status: 200,
+			Request: json.RawMessage(`{"n":` + string(rune('0'+i)) + `}`)})
+	}
+	if err := s.Logs.Append(es); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Logs.DeleteBefore(es[2].CreatedAt); err != nil {
+		t.Fatal(err)
+	}
+	for i, e := range es {
+		got := &LogEntry{ID: e.ID}
+		if err := s.Logs.GetBodies(got); err != nil {
+			t.Fatal(err)
+		}
+		if kept := got.Request != nil; kept != (i >= 2) {
+			t.Fatalf("entry %d: bodies %s after the sweep, want them kept: %v", i, got.Request, i >= 2)
+		}
+	}
+}
+
+// TestLogsAppendWritesOneRun holds the key layout to what keeps pebble from rewriting older entries: every key
+// one Append writes, bodies included, sorts in one run that no older key interrupts (an index per workspace, or
+// bodies keyed apart from the entries, would interleave), so that compactions mostly move such runs down the levels.
+func TestLogsAppendWritesOneRun(t *testing.T) {
+	s := openTest(t, nil, nil)
+	batch := func(from time.Time) []*LogEntry {
+		var es []*LogEntry
+		for i := range 6 {
+			e := &LogEntry{WorkspaceID: []string{"ws1", "ws2", "ws3"}[i%3], CreatedAt: from.Add(time.Duration(i) * time.Millisecond), Status: 200}
+			if i%2 == 0 {
+				e.Request, e.Response = json.RawMessage(`{"q":1}`), json.RawMessage(`{"a":2}`)
+			}
+			es = append(es, e)
+		}
+		if err := s.Logs.Append(es); err != nil {
+			t.Fatal(err)
+		}
+		return es
+	}
+	batch(logBase)
+	newer := batch(logBase.Add(time.Minute))
+	batch(logBase.Add(-time.Minute)) // older still, as a late batch may be
+	mine := map[string]bool{}
+	for _, e := range newer {
+		stamp, _ := logStampOf(e.ID)
+		mine[string(key(tableLog, stamp))] = true
+		if e.Request != nil {
+			mine[string(appendReversedLogStamp(prefix(tableLogBody), stamp))] = true
+		}
+	}
+	var run []bool // for every stored key in order: written by the newer batch
+	if err := s.scan(nil, func(k, _ []byte) error { run = append(run, mine[string(k)]); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	first := slices.Index(run, true)
+	n := 0
+	for first+n < len(run) && run[first+n] {
+		n++
+	}
+	if first < 0 || n != len(mine) {
+		t.Fatalf("the newer batch's %d keys sort in a run of %d (keys in order, true for the batch's: %v)", len(mine), n, run)
 	}
 }
 
@@ -331,5 +401,86 @@ func TestAppendLogEntryMatchesEncodingJSON(t *testing.T) {
 	buf := make([]byte, 0, 4096)
 	if n := testing.AllocsPerRun(100, func() { buf = appendLogEntry(buf[:0], e, true) }); n != 0 {
 		t.Errorf("appendLogEntry allocates %v times", n)
+	}
+}
+
+// TestLogsWorkspaceList shows a workspace's list without an index: another workspace's entry is not listed,
+// even with the workspace's ID in its metadata, and the entries skipped count towards the scan bound, with a
+// cursor to go on from.
+func TestLogsWorkspaceList(t *testing.T) {
+	s := openTest(t, nil, nil)
+	es := logsAt(t, s, 6, "ws1", "ws2", "ws2")
+	es[5].ID, es[5].Metadata = "", map[string]string{"workspace_id": "ws1"} // ws2's, naming ws1
+	if err := s.Logs.Append(es[5:]); err != nil {
+		t.Fatal(err)
+	}
+	page, err := s.Logs.List(LogQuery{WorkspaceID: "ws1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := logIDs(page.Entries), []string{es[3].ID, es[0].ID}; !slices.Equal(got, want) || page.HasMore {
+		t.Fatalf("ws1 = %v (more %v), want %v", got, page.HasMore, want)
+	}
+	// Newest first: es[5] (again), es[5], es[4], es[3]; a bound of 3 reads none of ws1's.
+	page, err = s.Logs.List(LogQuery{WorkspaceID: "ws1", MaxScan: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(page.Entries) != 0 || !page.HasMore || page.Next != es[4].ID {
+		t.Fatalf("bounded page = %v, more %v, next %q; want none, more, next %s", logIDs(page.Entries), page.HasMore, page.Next, es[4].ID)
+	}
+	page, err = s.Logs.List(LogQuery{WorkspaceID: "ws1", MaxScan: 3, After: page.Next})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := logIDs(page.Entries), []string{es[3].ID}; !slices.Equal(got, want) || !page.HasMore {
+		t.Fatalf("next bounded page = %v, more %v; want %v, more", got, page.HasMore, want)
+	}
+}
+
+// TestLogsEarlierLayout reads and sweeps what earlier versions wrote: a workspace index under logws/ (dropped
+// by the first sweep) and bodies under logbody/<stamp> (read by GetBodies, swept with their entries).
+func TestLogsEarlierLayout(t *testing.T) {
+	s := openTest(t, nil, nil)
+	es := logsAt(t, s, 2, "ws1")
+	for _, e := range es {
+		stamp, _ := logStampOf(e.ID)
+		if err := s.db.Set(key(tableLogWSLegacy, e.WorkspaceID, stamp), nil, nil); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.db.Set(key(tableLogBodyLegacy, stamp), []byte(`{"request":{"old":true}}`), nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got := &LogEntry{ID: es[1].ID}
+	if err := s.Logs.GetBodies(got); err != nil || string(got.Request) != `{"old":true}` {
+		t.Fatalf("bodies stored the earlier way: %s, %v", got.Request, err)
+	}
+	if err := s.Logs.DeleteBefore(es[1].CreatedAt); err != nil {
+		t.Fatal(err)
+	}
+	for i, want := range []string{"", `{"old":true}`} {
+		got := &LogEntry{ID: es[i].ID}
+		if err := s.Logs.GetBodies(got); err != nil || string(got.Request) != want {
+			t.Fatalf("entry %d's earlier bodies after the sweep: %s, %v; want %q", i, got.Request, err, want)
+		}
+	}
+	if found, err := s.Logs.anyKey(prefix(tableLogWSLegacy), prefixEnd(prefix(tableLogWSLegacy))); err != nil || found {
+		t.Fatalf("the earlier index after a sweep: present %v, %v", found, err)
+	}
+}
+
+// TestAppendMSMatchesFloat holds appendMS to appendJSONFloat's text of the same milliseconds.
+func TestAppendMSMatchesFloat(t *testing.T) {
+	ds := []time.Duration{0, time.Microsecond, 10 * time.Microsecond, 100 * time.Microsecond, 1500 * time.Microsecond,
+		1010 * time.Microsecond, 999 * time.Nanosecond, -1500 * time.Microsecond, 812*time.Millisecond + 7*time.Microsecond,
+		time.Hour + 1, 1e15 * time.Microsecond / 1000 * 999, math.MaxInt64, math.MinInt64}
+	for i := range 10_000 {
+		ds = append(ds, time.Duration(uint64(i)*0x9E3779B97F4A7C15>>(i%60)))
+	}
+	for _, d := range ds {
+		if got, want := string(appendMS(nil, d)), string(appendJSONFloat(nil, durationMS(d))); got != want {
+			t.Fatalf("appendMS(%d) = %s, want %s", d, got, want)
+		}
 	}
 }
