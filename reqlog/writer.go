@@ -11,8 +11,9 @@ import (
 )
 
 // Entry is one request's log entry; its fields and JSON view are storage.LogEntry's, which owns the encoding.
-// The caller fills it and hands it to Record, after which it belongs to the Writer. ID is assigned when the
-// entry is written; CreatedAt, when zero, is the time of Record.
+// The caller fills it and hands it to Record, which copies it: the caller's entry is its own again (it can live
+// on the caller's stack), and is not changed. ID is assigned when the copy is written; CreatedAt, when zero, is
+// the time of Record.
 type Entry = storage.LogEntry
 
 // Defaults of Options.
@@ -61,10 +62,13 @@ type Writer struct {
 
 	// The queue is a slice under a mutex rather than a channel, so that handing an entry over wakes nothing: the
 	// writer takes the queue when its window ticks, or at once when kicked because a batch is full. A channel
-	// send woke the writer for every request, a goroutine wake-up on the request path.
+	// send woke the writer for every request, a goroutine wake-up on the request path. It holds the entries
+	// themselves, not pointers: its array is reused batch after batch, so that recording allocates nothing.
 	mu      sync.Mutex
-	pending []*Entry
+	pending []Entry
 	kick    chan struct{} // a full batch is waiting
+
+	batch []*Entry // the writer goroutine's: the batch handed to storage, reused
 
 	closed    atomic.Bool
 	quit      chan struct{} // closed by Close: drain the queue and stop
@@ -104,22 +108,20 @@ func New(store *storage.LogStore, opts Options) *Writer {
 		opts.OnDrop = func(int) {}
 	}
 	w := &Writer{store: store, opts: opts, kick: make(chan struct{}, 1), quit: make(chan struct{}),
-		pending: make([]*Entry, 0, opts.BatchSize)}
+		pending: make([]Entry, 0, opts.BatchSize)}
 	w.done.Add(2)
 	go w.writeLoop()
 	go w.sweepLoop()
 	return w
 }
 
-// Record queues e to be written. It never blocks and never fails: when the queue is full (or the writer is
-// closed) e is dropped and counted through OnDrop. Without Options.Bodies, e's Request and Response are
-// dropped here.
+// Record queues a copy of e to be written; e itself is neither kept nor changed. It never blocks and never
+// fails: when the queue is full (or the writer is closed) the entry is dropped and counted through OnDrop.
+// Without Options.Bodies, the entry's Request and Response are dropped here.
 func (w *Writer) Record(e *Entry) {
-	if !w.opts.Bodies {
-		e.Request, e.Response = nil, nil
-	}
-	if e.CreatedAt.IsZero() {
-		e.CreatedAt = w.opts.Now()
+	createdAt := e.CreatedAt
+	if createdAt.IsZero() {
+		createdAt = w.opts.Now()
 	}
 	if w.closed.Load() {
 		w.opts.OnDrop(1)
@@ -131,7 +133,12 @@ func (w *Writer) Record(e *Entry) {
 		w.opts.OnDrop(1)
 		return
 	}
-	w.pending = append(w.pending, e)
+	w.pending = append(w.pending, *e)
+	q := &w.pending[len(w.pending)-1]
+	q.CreatedAt = createdAt
+	if !w.opts.Bodies {
+		q.Request, q.Response = nil, nil
+	}
 	full := len(w.pending) == w.opts.BatchSize
 	w.mu.Unlock()
 	if full {
@@ -143,7 +150,7 @@ func (w *Writer) Record(e *Entry) {
 }
 
 // take hands the writer what is queued, and the queue a spare slice.
-func (w *Writer) take(spare []*Entry) []*Entry {
+func (w *Writer) take(spare []Entry) []Entry {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	got := w.pending
@@ -171,7 +178,7 @@ func (w *Writer) writeLoop() {
 	defer w.done.Done()
 	tick := time.NewTicker(w.opts.FlushWindow)
 	defer tick.Stop()
-	spare := make([]*Entry, 0, w.opts.BatchSize)
+	spare := make([]Entry, 0, w.opts.BatchSize)
 	for {
 		select {
 		case <-tick.C:
@@ -182,13 +189,16 @@ func (w *Writer) writeLoop() {
 		}
 		got := w.take(spare)
 		w.writeAll(got)
-		clear(got)
+		clear(got) // the bodies and metadata are garbage once written
 		spare = got
+		if cap(spare) > 4*w.opts.BatchSize { // a burst's queue is not kept for the quiet after it
+			spare = make([]Entry, 0, w.opts.BatchSize)
+		}
 	}
 }
 
 // writeAll writes entries in batches of at most BatchSize.
-func (w *Writer) writeAll(entries []*Entry) {
+func (w *Writer) writeAll(entries []Entry) {
 	for len(entries) > 0 {
 		n := min(len(entries), w.opts.BatchSize)
 		w.write(entries[:n:n])
@@ -196,12 +206,13 @@ func (w *Writer) writeAll(entries []*Entry) {
 	}
 }
 
-func (w *Writer) write(batch []*Entry) {
-	if len(batch) == 0 {
+func (w *Writer) write(entries []Entry) {
+	if len(entries) == 0 {
 		return
 	}
-	keep := batch[:0]
-	for _, e := range batch {
+	batch := w.batch[:0]
+	for i := range entries {
+		e := &entries[i]
 		if !storage.ValidID(e.WorkspaceID) { // one bad entry must not cost the batch
 			w.opts.Logger.Warn("request log entry without a workspace dropped", "trace_id", e.TraceID)
 			w.opts.OnDrop(1)
@@ -209,10 +220,10 @@ func (w *Writer) write(batch []*Entry) {
 		}
 		e.Request, e.RequestTruncated = w.storedBody(e.Request)
 		e.Response, e.ResponseTruncated = w.storedBody(e.Response)
-		keep = append(keep, e)
+		batch = append(batch, e)
 	}
-	defer clear(batch) // the entries are garbage once written
-	batch = keep
+	w.batch = batch
+	defer clear(batch) // the entries' array is reused: the batch must not keep them
 	if len(batch) == 0 {
 		return
 	}
