@@ -159,14 +159,18 @@ func (e *Engine) resolveTarget(ctx context.Context, req *Request, n *config.Node
 			return nil, nil, targetID{}, gwerr.Internal(err)
 		}
 		id = p.Provider
-		merged := make(map[string]json.RawMessage, len(p.Fields)+len(fields))
-		for k, v := range p.Fields {
-			merged[k] = v
+		if len(fields) == 0 {
+			fields = p.Fields // read only, as every Target's fields are: no copy needed
+		} else {
+			merged := make(map[string]json.RawMessage, len(p.Fields)+len(fields))
+			for k, v := range p.Fields {
+				merged[k] = v
+			}
+			for k, v := range fields {
+				merged[k] = v
+			}
+			fields = merged
 		}
-		for k, v := range fields {
-			merged[k] = v
-		}
-		fields = merged
 		t := &providers.Target{Fields: fields}
 		apiKey = t.StringField("api_key")
 		if host := t.StringField("custom_host"); host != "" {
