@@ -24,12 +24,12 @@ const bufferSize = 4 << 10
 // conn is one HTTP/1.1 connection. One call at a time uses it: the caller's goroutine writes the request and
 // reads the answer; between calls it waits in its pool.
 type conn struct {
-	t    *Transport
-	p    *pool
-	nc   net.Conn // what is read and written: the TLS connection for https
-	raw  net.Conn // the socket under nc, peeked at before reuse
-	br   *bufio.Reader
-	bw   *bufio.Writer
+	t     *Transport
+	p     *pool
+	nc    net.Conn // what is read and written: the TLS connection for https
+	raw   net.Conn // the socket under nc, peeked at before reuse
+	br    *bufio.Reader
+	bw    *bufio.Writer
 	head  []byte      // the answer's head, reused between calls
 	exact exactWriter // the request body's writer, reused between calls
 
