@@ -17,14 +17,22 @@
 // the requests answered), the share of the direct throughput, and the gateway's RSS before and after.
 //
 // Scenarios (-scenarios, comma-separated, default all): direct (the mock alone), plain (through the gateway with
-// a virtual key), stream (direct and through, streamed), cached (every request a cache hit after the first),
-// guarded (one wasm input check), body64k (a 64 KiB prompt, direct and through) and latency1 (one connection,
-// direct and through: the p50 the gateway adds). A through scenario always runs beside its direct baseline, so
-// shares are ratios of one run: compare those, as absolute figures on a shared machine move from run to run.
+// a virtual key), floor (plain's request through the floor proxy, below), stream (direct and through, streamed),
+// cached (every request a cache hit after the first), guarded (one wasm input check), body64k (a 64 KiB prompt,
+// direct and through) and latency1 (one connection, direct and through: the p50 the gateway adds). A through
+// scenario always runs beside its direct baseline, so shares are ratios of one run: compare those, as absolute
+// figures on a shared machine move from run to run.
+//
+// The floor proxy is a third child, started only for the floor scenario: this binary with LOADBENCH_FLOOR set,
+// a fasthttp server whose handler forwards the body to the mock with the gateway's upstream client
+// (runtime/httpclient) and copies the answer back, with no auth, logging or metrics. Its row's gateway CPU and
+// RSS are that proxy's: what loopback syscalls and the Go runtime's wake-ups cost any proxy on the machine, the
+// floor under the gateway's figure. The summary line gives the gateway's CPU per request over it (plain less floor).
 //
 // Bounds: every request has a timeout (-timeout); traffic goes only to 127.0.0.1; the children are stopped when
 // the run ends, fails or is interrupted (Ctrl-C), and on Linux also die with this process. The mock exits when
-// its stdin closes.
+// its stdin closes, and so does the floor proxy.
 //
-// This command imports nothing of the gateway: it measures the binary from outside, as a user would.
+// This command measures the gateway's binary from outside, as a user would; it imports of the gateway only the
+// upstream client its floor proxy is built from.
 package main

@@ -5,8 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"os"
+	"runtime"
 	"strings"
 	"sync"
 	"syscall"
@@ -14,13 +14,9 @@ import (
 	"time"
 )
 
-// TestMain lets the test binary serve as the mock upstream, as the command's own binary does.
+// TestMain lets the test binary serve as the mock upstream or the floor proxy, as the command's own binary does.
 func TestMain(m *testing.M) {
-	if os.Getenv(mockEnv) != "" {
-		if err := serveMock(); err != nil {
-			fmt.Fprintln(os.Stderr, "loadbench mock:", err)
-			os.Exit(1)
-		}
+	if serveHelper() {
 		os.Exit(0)
 	}
 	os.Exit(m.Run())
@@ -31,11 +27,11 @@ func tinyOptions(scenarios string) options {
 		timeout: 5 * time.Second, chunks: 5}
 }
 
-// requireGone fails unless every child the run started has ended.
-func requireGone(t *testing.T, pids []int) {
+// requireGone fails unless the run started want children and every one has ended.
+func requireGone(t *testing.T, pids []int, want int) {
 	t.Helper()
-	if len(pids) != 2 {
-		t.Fatalf("the run started %d children, want 2 (mock and gateway)", len(pids))
+	if len(pids) != want {
+		t.Fatalf("the run started %d children, want %d", len(pids), want)
 	}
 	for _, pid := range pids {
 		p, err := os.FindProcess(pid)
@@ -49,22 +45,25 @@ func requireGone(t *testing.T, pids []int) {
 	}
 }
 
-// TestRunTinyLoad runs the real binary and the mock under a tiny load and checks the table and the cleanup.
+// TestRunTinyLoad runs the real binary, the mock and the floor proxy under a tiny load and checks the table and
+// the cleanup.
 func TestRunTinyLoad(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the gateway")
 	}
 	var progress bytes.Buffer
-	rep, err := run(context.Background(), tinyOptions("plain"), &progress) // plain brings its direct baseline
+	o := tinyOptions("plain,floor") // both bring their direct baseline
+	o.duration = 200 * time.Millisecond
+	rep, err := run(context.Background(), o, &progress)
 	if err != nil {
 		t.Fatalf("run: %v\n%s", err, progress.String())
 	}
-	requireGone(t, rep.pids)
+	requireGone(t, rep.pids, 3) // mock, floor proxy, gateway
 	got := map[string]row{}
 	for _, r := range rep.Rows {
 		got[r.Scenario] = r
 	}
-	for _, name := range []string{"direct", "plain"} {
+	for _, name := range []string{"direct", "plain", "floor"} {
 		r, ok := got[name]
 		if !ok {
 			t.Fatalf("no row %q in %+v", name, rep.Rows)
@@ -83,13 +82,26 @@ func TestRunTinyLoad(t *testing.T) {
 	if plain.ProcStats && (plain.GatewayCPUUS == nil || plain.RSSBeforeKB == nil || *plain.RSSBeforeKB <= 0) {
 		t.Errorf("plain: /proc was read but the gateway's CPU or RSS is missing: %+v", plain)
 	}
+	floor := got["floor"]
+	if floor.Through || floor.Proxy != "floor" || floor.Baseline != "direct" || floor.Share == nil || *floor.Share <= 0 {
+		t.Errorf("floor: want a row through the floor proxy with a share of direct: %+v", floor)
+	}
+	if runtime.GOOS == "linux" {
+		// The floor proxy's own CPU: a row that measured the gateway, or nothing, would not be positive here.
+		if floor.GatewayCPUUS == nil || *floor.GatewayCPUUS <= 0 {
+			t.Errorf("floor: no positive CPU per request of the floor proxy: %+v", floor)
+		}
+		if rep.OverFloorUS == nil || *rep.OverFloorUS != *plain.GatewayCPUUS-*floor.GatewayCPUUS {
+			t.Errorf("gateway CPU over the floor: %v, want plain's less floor's", rep.OverFloorUS)
+		}
+	}
 
 	var table bytes.Buffer
 	if err := rep.writeTable(&table); err != nil {
 		t.Fatal(err)
 	}
 	lines := strings.Split(table.String(), "\n")
-	for _, name := range []string{"direct", "plain"} {
+	for _, name := range []string{"direct", "plain", "floor"} {
 		found := false
 		for _, l := range lines {
 			if f := strings.Fields(l); len(f) > 2 && f[0] == name && f[2] != "0" {
@@ -104,13 +116,15 @@ func TestRunTinyLoad(t *testing.T) {
 		Rows []struct {
 			Scenario     string  `json:"scenario"`
 			RequestsPerS float64 `json:"requests_per_s"`
+			Proxy        string  `json:"proxy"`
 		} `json:"rows"`
 	}
 	var js bytes.Buffer
 	if err := rep.writeJSON(&js); err != nil {
 		t.Fatal(err)
 	}
-	if err := json.Unmarshal(js.Bytes(), &decoded); err != nil || len(decoded.Rows) != 2 || decoded.Rows[1].RequestsPerS <= 0 {
+	if err := json.Unmarshal(js.Bytes(), &decoded); err != nil || len(decoded.Rows) != 3 || decoded.Rows[2].Scenario != "floor" ||
+		decoded.Rows[2].Proxy != "floor" || decoded.Rows[2].RequestsPerS <= 0 {
 		t.Errorf("-json output: %v\n%s", err, js.String())
 	}
 }
@@ -150,7 +164,7 @@ func TestRunInterrupted(t *testing.T) {
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("run returned %v, want context.Canceled", err)
 	}
-	requireGone(t, rep.pids)
+	requireGone(t, rep.pids, 2) // no floor proxy: no floor row was selected
 }
 
 func TestParseWrk(t *testing.T) {
@@ -212,6 +226,7 @@ func TestSelectScenarios(t *testing.T) {
 	}{
 		{list: "all", want: strings.Join(scenarioNames, ",")},
 		{list: "cached", want: "direct,cached"}, // its share needs the direct baseline of the same run
+		{list: "floor", want: "direct,floor"},
 		{list: "latency1, stream", want: "stream,latency1"},
 		{list: "plain,nope", wantErr: true},
 	}
@@ -251,6 +266,17 @@ func TestLuaString(t *testing.T) {
 	} {
 		if got := luaString(in); got != want {
 			t.Errorf("luaString(%q) = %s, want %s", in, got, want)
+		}
+	}
+}
+
+func TestFloorUpstream(t *testing.T) {
+	if got, err := floorUpstream("127.0.0.1:8080"); err != nil || got != "http://127.0.0.1:8080"+inferencePath {
+		t.Errorf("floorUpstream(127.0.0.1:8080) = %q, %v", got, err)
+	}
+	for _, bad := range []string{"", "10.0.0.1:80", "127.0.0.1", "127.0.0.1:0", "example.com:80", "127.0.0.1:80/x"} {
+		if _, err := floorUpstream(bad); err == nil || !strings.Contains(err.Error(), floorEnv) {
+			t.Errorf("floorUpstream(%q): error %v, want one naming %s", bad, err, floorEnv)
 		}
 	}
 }

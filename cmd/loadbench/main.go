@@ -12,12 +12,28 @@ import (
 	"time"
 )
 
+// serveHelper runs this process as the mock upstream or the floor proxy when the environment asks for one, and
+// reports whether it did; it exits on a helper's error.
+func serveHelper() bool {
+	var name string
+	var serve func() error
+	switch {
+	case os.Getenv(mockEnv) != "":
+		name, serve = "mock", serveMock
+	case os.Getenv(floorEnv) != "":
+		name, serve = "floor proxy", serveFloor
+	default:
+		return false
+	}
+	if err := serve(); err != nil {
+		fmt.Fprintf(os.Stderr, "loadbench %s: %v\n", name, err)
+		os.Exit(1)
+	}
+	return true
+}
+
 func main() {
-	if os.Getenv(mockEnv) != "" {
-		if err := serveMock(); err != nil {
-			fmt.Fprintln(os.Stderr, "loadbench mock:", err)
-			os.Exit(1)
-		}
+	if serveHelper() {
 		return
 	}
 	var o options

@@ -26,7 +26,7 @@ const modulePath = "github.com/llmgw/gateway"
 type child struct {
 	name   string
 	cmd    *exec.Cmd
-	stdin  io.Closer // the mock's stdin: closing it asks the mock to exit
+	stdin  io.Closer // a helper's stdin (the mock's, the floor proxy's): closing it asks the helper to exit
 	exited chan struct{}
 }
 
@@ -75,6 +75,17 @@ func (c *child) stop() {
 
 // startMock runs this binary as the mock upstream and returns it with its address.
 func startMock(ctx context.Context, chunks int, logFile *os.File) (*child, string, error) {
+	return startSelf(ctx, "mock upstream", logFile, mockEnv+"=1", mockChunksEnv+"="+strconv.Itoa(chunks))
+}
+
+// startFloor runs this binary as the floor proxy of the mock at mockAddr and returns it with its address.
+func startFloor(ctx context.Context, mockAddr string, logFile *os.File) (*child, string, error) {
+	return startSelf(ctx, "floor proxy", logFile, floorEnv+"="+mockAddr)
+}
+
+// startSelf runs this binary with extra environment as a helper that prints "listening <addr>" on stdout once
+// it serves, and exits when its stdin closes; it returns the helper with that address.
+func startSelf(ctx context.Context, name string, logFile *os.File, env ...string) (*child, string, error) {
 	self, err := os.Executable()
 	if err != nil {
 		return nil, "", err
@@ -91,9 +102,9 @@ func startMock(ctx context.Context, chunks int, logFile *os.File) (*child, strin
 	}
 	defer outR.Close()
 	cmd := exec.Command(self)
-	cmd.Env = append(os.Environ(), mockEnv+"=1", mockChunksEnv+"="+strconv.Itoa(chunks))
+	cmd.Env = append(os.Environ(), env...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, logFile
-	c, err := startChild("mock upstream", cmd)
+	c, err := startChild(name, cmd)
 	inR.Close()
 	outW.Close()
 	if err != nil {
@@ -111,12 +122,12 @@ func startMock(ctx context.Context, chunks int, logFile *os.File) (*child, strin
 		addr, ok := strings.CutPrefix(strings.TrimSpace(s), "listening ")
 		if !ok || !strings.HasPrefix(addr, "127.0.0.1:") {
 			c.stop()
-			return nil, "", fmt.Errorf("mock upstream did not start (see %s)", logFile.Name())
+			return nil, "", fmt.Errorf("%s did not start (see %s)", name, logFile.Name())
 		}
 		return c, addr, nil
 	case <-time.After(30 * time.Second):
 		c.stop()
-		return nil, "", errors.New("mock upstream did not start within 30 s")
+		return nil, "", fmt.Errorf("%s did not start within 30 s", name)
 	case <-ctx.Done():
 		c.stop()
 		return nil, "", ctx.Err()

@@ -10,10 +10,12 @@ import (
 )
 
 // row is one measured target. Pointers are null in JSON where a figure does not apply (a direct row has no
-// gateway CPU) or could not be read (no /proc).
+// gateway CPU) or could not be read (no /proc). The gateway CPU and RSS figures are the proxy's: the floor
+// proxy's on the floor row.
 type row struct {
 	Scenario     string   `json:"scenario"`
 	Through      bool     `json:"through_gateway"`
+	Proxy        string   `json:"proxy,omitempty"` // "gateway" or "floor"; empty for a direct row
 	Connections  int      `json:"connections"`
 	Requests     int64    `json:"requests"`
 	Errors       int64    `json:"errors"`
@@ -41,11 +43,14 @@ type report struct {
 	Chunks      int      `json:"stream_chunks"`
 	Rows        []row    `json:"rows"`
 	P50AddedUS  *float64 `json:"p50_added_at_1_connection_us"`
+	// OverFloorUS is the gateway's CPU per request on the plain row less the floor proxy's on the floor row.
+	OverFloorUS *float64 `json:"gateway_cpu_over_floor_us"`
 	Skipped     []string `json:"skipped,omitempty"`
 	pids        []int    // the children this run started
 }
 
-// compare fills each through row's share of its direct baseline, and the p50 the gateway adds at one connection.
+// compare fills each proxied row's share of its direct baseline, the p50 the gateway adds at one connection and
+// the gateway's CPU per request over the floor proxy's.
 func (r *report) compare() {
 	byName := map[string]*row{}
 	for i := range r.Rows {
@@ -61,6 +66,10 @@ func (r *report) compare() {
 	if through, direct := byName["latency1"], byName["latency1 direct"]; through != nil && direct != nil {
 		v := through.P50US - direct.P50US
 		r.P50AddedUS = &v
+	}
+	if plain, floor := byName["plain"], byName["floor"]; plain != nil && floor != nil && plain.GatewayCPUUS != nil && floor.GatewayCPUUS != nil {
+		v := *plain.GatewayCPUUS - *floor.GatewayCPUUS
+		r.OverFloorUS = &v
 	}
 }
 
@@ -84,7 +93,7 @@ func (r *report) writeTable(w io.Writer) error {
 	fmt.Fprintln(tw, "conns\trequests/s\tp50\tp99\tgateway CPU/req\tmock CPU/req\tshare of direct\tgateway RSS before → after\terrors\t")
 	for _, x := range r.Rows {
 		cpu, rss := "—", "—"
-		if x.Through {
+		if x.Proxy != "" {
 			cpu, rss = "n/a", "n/a"
 			if x.GatewayCPUUS != nil {
 				cpu = fmtMicros(*x.GatewayCPUUS)
@@ -98,7 +107,7 @@ func (r *report) writeTable(w io.Writer) error {
 			mockCPU = fmtMicros(*x.MockCPUUS)
 		}
 		share := "1"
-		if x.Through {
+		if x.Proxy != "" {
 			share = "—"
 			if x.Share != nil {
 				share = strconv.FormatFloat(*x.Share, 'f', 2, 64)
@@ -113,6 +122,15 @@ func (r *report) writeTable(w io.Writer) error {
 	var notes []string
 	if r.P50AddedUS != nil {
 		notes = append(notes, fmt.Sprintf("p50 the gateway adds at 1 connection: %+.0f µs", *r.P50AddedUS))
+	}
+	if r.OverFloorUS != nil {
+		notes = append(notes, fmt.Sprintf("gateway CPU per request over the floor: %+.1f µs", *r.OverFloorUS))
+	}
+	for _, x := range r.Rows {
+		if x.Proxy == "floor" {
+			notes = append(notes, "floor: plain's request through a minimal proxy (a fasthttp server and the gateway's upstream client, "+
+				"nothing else); its gateway CPU/req and RSS are that proxy's.")
+		}
 	}
 	for _, x := range r.Rows {
 		if x.FirstError != "" {

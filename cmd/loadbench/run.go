@@ -79,7 +79,7 @@ func run(ctx context.Context, o options, progress io.Writer) (*report, error) {
 		return rep, err
 	}
 	if o.keep {
-		fmt.Fprintf(progress, "loadbench: keeping %s (gateway.log, mock.log, data)\n", scratch)
+		fmt.Fprintf(progress, "loadbench: keeping %s (gateway.log, mock.log, floor.log, data)\n", scratch)
 	} else {
 		defer os.RemoveAll(scratch)
 	}
@@ -131,6 +131,21 @@ func run(ctx context.Context, o options, progress io.Writer) (*report, error) {
 	rep.pids = append(rep.pids, mock.pid())
 	defer mock.stop()
 
+	var floor *child
+	var floorAddr string
+	if selectsFloor(selected) {
+		floorLog, err := os.Create(filepath.Join(scratch, "floor.log"))
+		if err != nil {
+			return rep, err
+		}
+		defer floorLog.Close()
+		if floor, floorAddr, err = startFloor(ctx, mockAddr, floorLog); err != nil {
+			return rep, err
+		}
+		rep.pids = append(rep.pids, floor.pid())
+		defer floor.stop()
+	}
+
 	bootstrap := filepath.Join(scratch, "bootstrap.json")
 	if err := writeBootstrap(bootstrap, mockAddr, wasmPath); err != nil {
 		return rep, err
@@ -145,42 +160,69 @@ func run(ctx context.Context, o options, progress io.Writer) (*report, error) {
 
 	for _, sc := range selected {
 		for _, t := range sc.rows {
-			addr := mockAddr
-			if t.through {
-				addr = gwAddr
+			addr, proxy, proxyLog := mockAddr, (*child)(nil), ""
+			switch {
+			case t.through:
+				addr, proxy, proxyLog = gwAddr, gw, "gateway.log"
+			case t.floor:
+				addr, proxy, proxyLog = floorAddr, floor, "floor.log"
 			}
 			conns := o.conns
 			if t.conns > 0 {
 				conns = t.conns
 			}
 			r, err := measure(ctx, o, loadSpec{target: t, addr: addr, conns: conns, warmup: o.warmup, window: o.duration,
-				timeout: o.timeout}, gw, mock, scratch, progress)
+				timeout: o.timeout}, proxy, mock, scratch, progress)
 			if err != nil {
 				return rep, fmt.Errorf("%s: %w", t.row, err)
 			}
-			if !gw.running() {
-				return rep, fmt.Errorf("%s: the gateway exited:\n%s", t.row, readHead(filepath.Join(scratch, "gateway.log"), 4<<10))
+			if proxy != nil && !proxy.running() {
+				return rep, fmt.Errorf("%s: the %s exited:\n%s", t.row, proxy.name, readHead(filepath.Join(scratch, proxyLog), 4<<10))
 			}
 			rep.Rows = append(rep.Rows, r)
 		}
 	}
 	rep.compare()
 	gw.stop()
+	if floor != nil {
+		floor.stop()
+	}
 	mock.stop()
 	return rep, nil
 }
 
-// measure probes a target, then loads it and turns what the load generator and /proc saw into a row.
-func measure(ctx context.Context, o options, s loadSpec, gw, mock *child, scratch string, progress io.Writer) (row, error) {
-	r := row{Scenario: s.target.row, Through: s.target.through, Connections: s.conns, Baseline: s.target.baseline}
+// selectsFloor reports whether a selected scenario has a row through the floor proxy, which is started only then.
+func selectsFloor(selected []scenario) bool {
+	for _, sc := range selected {
+		for _, t := range sc.rows {
+			if t.floor {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// measure probes a target, then loads it and turns what the load generator and /proc saw into a row. proxy is the
+// process between the load and the mock (the gateway or the floor proxy), nil for a direct row: the row's gateway
+// CPU and RSS are its.
+func measure(ctx context.Context, o options, s loadSpec, proxy, mock *child, scratch string, progress io.Writer) (row, error) {
+	r := row{Scenario: s.target.row, Through: s.target.through, Proxy: s.target.proxy(), Connections: s.conns,
+		Baseline: s.target.baseline}
 	fmt.Fprintf(progress, "loadbench: %-16s %d connection(s), %v warm-up, %v measured\n", s.target.row, s.conns, s.warmup, s.window)
 	if err := probe(ctx, s); err != nil {
 		return r, fmt.Errorf("the first requests failed: %w", err)
 	}
-	rssBefore := sampleProc(gw.pid())
-	var gwStart, gwEnd, mockStart, mockEnd procSample
-	s.onStart = func() { gwStart, mockStart = sampleProc(gw.pid()), sampleProc(mock.pid()) }
-	s.onEnd = func() { gwEnd, mockEnd = sampleProc(gw.pid()), sampleProc(mock.pid()) }
+	sampleProxy := func() procSample {
+		if proxy == nil {
+			return procSample{}
+		}
+		return sampleProc(proxy.pid())
+	}
+	rssBefore := sampleProxy()
+	var proxyStart, proxyEnd, mockStart, mockEnd procSample
+	s.onStart = func() { proxyStart, mockStart = sampleProxy(), sampleProc(mock.pid()) }
+	s.onEnd = func() { proxyEnd, mockEnd = sampleProxy(), sampleProc(mock.pid()) }
 	var res loadResult
 	var err error
 	if o.useWrk {
@@ -191,21 +233,21 @@ func measure(ctx context.Context, o options, s loadSpec, gw, mock *child, scratc
 	if err != nil {
 		return r, err
 	}
-	rssAfter := sampleProc(gw.pid())
+	rssAfter := sampleProxy()
 	if res.requests == 0 {
 		return r, fmt.Errorf("%w (%d errors; the first: %s)", errNoAnswers, res.errors, res.firstError)
 	}
 	r.Requests, r.Errors, r.FirstError = res.requests, res.errors, res.firstError
 	r.RequestsPerS = res.rps
 	r.P50US, r.P99US = micros(res.p50), micros(res.p99)
-	r.ProcStats = gwStart.ok && gwEnd.ok
+	r.ProcStats = mockStart.ok && mockEnd.ok && (proxy == nil || proxyStart.ok && proxyEnd.ok)
 	if mockStart.ok && mockEnd.ok {
 		v := micros(mockEnd.cpu-mockStart.cpu) / float64(res.requests)
 		r.MockCPUUS = &v
 	}
-	if s.target.through {
-		if r.ProcStats {
-			v := micros(gwEnd.cpu-gwStart.cpu) / float64(res.requests)
+	if proxy != nil {
+		if proxyStart.ok && proxyEnd.ok {
+			v := micros(proxyEnd.cpu-proxyStart.cpu) / float64(res.requests)
 			r.GatewayCPUUS = &v
 		}
 		if rssBefore.ok && rssAfter.ok {

@@ -16,12 +16,16 @@ const (
 	guardedConfig = "guarded"
 	pluginID      = "denylist"
 	inferencePath = "/v1/chat/completions"
+	// mockProviderKey is the provider key the stored provider and the floor proxy send the mock (which ignores it).
+	mockProviderKey = "sk-loadbench"
 )
 
-// target is one row of the table: one kind of request, sent to the mock directly or through the gateway.
+// target is one row of the table: one kind of request, sent to the mock directly, through the gateway or
+// through the floor proxy.
 type target struct {
 	row      string
-	through  bool // sent to the gateway (else to the mock)
+	through  bool // sent to the gateway
+	floor    bool // sent to the floor proxy (neither: to the mock)
 	stream   bool
 	body     []byte
 	headers  [][2]string
@@ -32,6 +36,17 @@ type target struct {
 	probe func(status int, header func(string) string, body []byte, second bool) error
 }
 
+// proxy names the process between the load and the mock: "gateway", "floor", or "" when the mock is called directly.
+func (t target) proxy() string {
+	switch {
+	case t.through:
+		return "gateway"
+	case t.floor:
+		return "floor"
+	}
+	return ""
+}
+
 // scenario is what -scenarios names: one or two rows, and the direct rows its shares need.
 type scenario struct {
 	name  string
@@ -40,7 +55,7 @@ type scenario struct {
 }
 
 // scenarioNames lists every scenario, in the order they run.
-var scenarioNames = []string{"direct", "plain", "stream", "cached", "guarded", "body64k", "latency1"}
+var scenarioNames = []string{"direct", "plain", "floor", "stream", "cached", "guarded", "body64k", "latency1"}
 
 const bigPromptSize = 64 << 10
 
@@ -85,6 +100,9 @@ func scenarios(chunks int) map[string]scenario {
 		"direct": {name: "direct", rows: []target{{row: "direct", body: small, probe: plain}}},
 		"plain": {name: "plain", needs: []string{"direct"}, rows: []target{
 			{row: "plain", through: true, body: small, headers: viaKey, baseline: "direct", probe: plain}}},
+		// plain's request through the most minimal proxy: what any proxy costs here, the floor under plain.
+		"floor": {name: "floor", needs: []string{"direct"}, rows: []target{
+			{row: "floor", floor: true, body: small, baseline: "direct", probe: plain}}},
 		"stream": {name: "stream", rows: []target{
 			{row: "stream direct", stream: true, body: streamed, probe: wholeStream},
 			{row: "stream", through: true, stream: true, body: streamed, headers: viaKey, baseline: "stream direct", probe: wholeStream}}},
@@ -169,7 +187,7 @@ func writeBootstrap(path, mockAddr, wasmPath string) error {
 			"organisation_id": "7e1d2c3b-4a5f-4e6d-8c7b-9a0b1c2d3e4f", "name": "Load benchmark"}},
 		"api_keys": []map[string]any{{"key": apiKey, "workspace": "default", "admin": true, "name": "loadbench"}},
 		"providers": []map[string]any{{"slug": virtualKey, "workspace": "default", "provider": "openai",
-			"api_key": "sk-loadbench", "custom_host": "http://" + mockAddr + "/v1"}},
+			"api_key": mockProviderKey, "custom_host": "http://" + mockAddr + "/v1"}},
 	}
 	if wasmPath != "" {
 		configs = append(configs, map[string]any{"id": guardedConfig, "workspace": "default",
