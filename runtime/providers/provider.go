@@ -22,6 +22,21 @@ const (
 	// Responses is OpenAI's responses API (POST /v1/responses): sent as is to an adapter that implements
 	// NativeResponses, translated to and from ChatCompletions for every other one (runtime/responses_step.go).
 	Responses
+	// Messages is Anthropic's Messages API (POST /v1/messages): sent as is to an adapter that implements
+	// NativeMessages for the target's model, translated to and from ChatCompletions for every other one
+	// (runtime/messages_step.go).
+	Messages
+	// MessagesCountTokens is Anthropic's POST /v1/messages/count_tokens: forwarded to adapters with
+	// NativeMessages, estimated by the gateway for the rest.
+	MessagesCountTokens
+	// The rest of OpenAI's inference endpoints, routed like chat completions to the providers that serve them.
+	ImagesGenerations
+	ImagesEdits // multipart
+	AudioSpeech // a binary answer, streamed through
+	AudioTranscriptions
+	AudioTranslations
+	Moderations
+	Rerank
 )
 
 // Path is the endpoint's path below the provider's base URL, as OpenAI names it.
@@ -35,6 +50,24 @@ func (e Endpoint) Path() string {
 		return "/embeddings"
 	case Responses:
 		return "/responses"
+	case Messages:
+		return "/messages"
+	case MessagesCountTokens:
+		return "/messages/count_tokens"
+	case ImagesGenerations:
+		return "/images/generations"
+	case ImagesEdits:
+		return "/images/edits"
+	case AudioSpeech:
+		return "/audio/speech"
+	case AudioTranscriptions:
+		return "/audio/transcriptions"
+	case AudioTranslations:
+		return "/audio/translations"
+	case Moderations:
+		return "/moderations"
+	case Rerank:
+		return "/rerank"
 	}
 	return ""
 }

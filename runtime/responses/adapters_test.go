@@ -29,7 +29,7 @@ var translated = []struct {
 	adapter                     translatingAdapter
 }{
 	{"anthropic", "claude-sonnet-4-5", "../providers/anthropic/testdata/response.anthropic.json",
-		"../providers/internal/anthropicmsg/testdata/stream/tools.sse", anthropic.Adapter{}},
+		"../internal/anthropicmsg/testdata/stream/tools.sse", anthropic.Adapter{}},
 	{"gemini", "gemini-2.5-pro", "../providers/internal/gemini/testdata/response/tool_calls.gemini.json",
 		"../providers/internal/gemini/testdata/stream/tools.sse", google.Adapter{}},
 	{"bedrock", "anthropic.claude-3-5-sonnet-20240620-v1:0", "../providers/bedrock/testdata/chat/response/tool_use.converse.json",

@@ -40,7 +40,7 @@ func BenchmarkStream(b *testing.B) {
 	for i := 0; i < 200; i++ {
 		chat.WriteString(`data: {"id":"c","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"content":"some words of text "},"finish_reason":null}]}` + "\n\n")
 	}
-	chat.Write(readFile(b, "../providers/internal/anthropicmsg/testdata/stream/tools.openai.sse"))
+	chat.Write(readFile(b, "../internal/anthropicmsg/testdata/stream/tools.openai.sse"))
 	src := chat.Bytes()
 	events := bytes.Count(readAll(b, responses.Stream(io.NopCloser(bytes.NewReader(src)), req, "resp_bench", 1)), []byte("\nevent: ")) + 1
 	buf := make([]byte, 32<<10)

@@ -69,9 +69,9 @@ func TestToChatErrors(t *testing.T) {
 
 // chatAnswers are the chat answers of the adapters' own golden files that FromChat reads.
 var chatAnswers = []struct{ name, path string }{
-	{"text", "../providers/internal/anthropicmsg/testdata/response/text.openai.json"},
+	{"text", "../internal/anthropicmsg/testdata/response/text.openai.json"},
 	{"tool_use", "../providers/anthropic/testdata/response.openai.json"},
-	{"thinking_length", "../providers/internal/anthropicmsg/testdata/response/thinking.openai.json"},
+	{"thinking_length", "../internal/anthropicmsg/testdata/response/thinking.openai.json"},
 	{"content_filter", "../providers/internal/gemini/testdata/response/blocked.openai.json"},
 }
 
@@ -127,9 +127,9 @@ func TestFromChatDefaults(t *testing.T) {
 
 // chatStreams are the chat streams of the adapters' own golden files that Stream reads.
 var chatStreams = []struct{ name, path, last string }{
-	{"text", "../providers/internal/anthropicmsg/testdata/stream/text.openai.sse", "response.completed"},
-	{"tools", "../providers/internal/anthropicmsg/testdata/stream/tools.openai.sse", "response.completed"},
-	{"thinking", "../providers/internal/anthropicmsg/testdata/stream/thinking.openai.sse", "response.incomplete"},
+	{"text", "../internal/anthropicmsg/testdata/stream/text.openai.sse", "response.completed"},
+	{"tools", "../internal/anthropicmsg/testdata/stream/tools.openai.sse", "response.completed"},
+	{"thinking", "../internal/anthropicmsg/testdata/stream/thinking.openai.sse", "response.incomplete"},
 	{"gemini_tools", "../providers/internal/gemini/testdata/stream/tools.openai.sse", "response.completed"},
 }
 

@@ -6,8 +6,8 @@ import (
 	"strings"
 
 	"github.com/llmgw/gateway/runtime/gwerr"
+	"github.com/llmgw/gateway/runtime/internal/anthropicmsg"
 	"github.com/llmgw/gateway/runtime/providers"
-	"github.com/llmgw/gateway/runtime/providers/internal/anthropicmsg"
 )
 
 // ID is the provider identifier this adapter serves.

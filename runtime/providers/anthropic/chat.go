@@ -1,8 +1,8 @@
 package anthropic
 
 import (
+	"github.com/llmgw/gateway/runtime/internal/anthropicmsg"
 	"github.com/llmgw/gateway/runtime/providers"
-	"github.com/llmgw/gateway/runtime/providers/internal/anthropicmsg"
 )
 
 // TranslateResponse turns a Messages answer into a chat.completion; with Call.Strict false it keeps the text and

@@ -1,7 +1,7 @@
 // Package anthropic is the adapter for Anthropic's Messages API (provider identifier "anthropic"). It owns the
 // URL ({base}/messages, the base ending with /v1 as custom_host must), the authentication and version headers
 // (x-api-key, anthropic-version, anthropic-beta) and the wiring of the translators; the translation between
-// OpenAI's chat completions and the Messages API itself lives in runtime/providers/internal/anthropicmsg, which
+// OpenAI's chat completions and the Messages API itself lives in runtime/internal/anthropicmsg, which
 // the Vertex AI adapter shares for Claude models on Vertex. Anthropic has no text completions or embeddings
 // endpoint: those calls are refused with a 400.
 //

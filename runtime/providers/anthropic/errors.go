@@ -1,8 +1,8 @@
 package anthropic
 
 import (
+	"github.com/llmgw/gateway/runtime/internal/anthropicmsg"
 	"github.com/llmgw/gateway/runtime/providers"
-	"github.com/llmgw/gateway/runtime/providers/internal/anthropicmsg"
 )
 
 // TranslateError turns an Anthropic error body into OpenAI's error shape, keeping the raw body in

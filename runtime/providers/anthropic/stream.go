@@ -3,8 +3,8 @@ package anthropic
 import (
 	"io"
 
+	"github.com/llmgw/gateway/runtime/internal/anthropicmsg"
 	"github.com/llmgw/gateway/runtime/providers"
-	"github.com/llmgw/gateway/runtime/providers/internal/anthropicmsg"
 )
 
 // TranslateStream turns a Messages event stream into chat.completion.chunk events ending with data: [DONE].
