@@ -79,8 +79,11 @@ func (c *conn) roundTrip(req *http.Request) (*http.Response, error) {
 		c.stopAbort = nil
 	}
 	if err := c.writeRequest(req); err != nil {
-		if resp := c.earlyAnswer(req); resp != nil {
-			return resp, nil
+		var lengthErr *bodyLengthError
+		if !errors.As(err, &lengthErr) {
+			if resp := c.earlyAnswer(req); resp != nil {
+				return resp, nil
+			}
 		}
 		return nil, c.fail(ctx, err, true)
 	}
@@ -161,15 +164,9 @@ func (c *conn) writeRequest(req *http.Request) (err error) {
 	if method == "" {
 		method = http.MethodGet
 	}
-	if !validToken(method) {
-		return fmt.Errorf("httpclient: invalid method %q", method)
-	}
 	host := req.Host
 	if host == "" {
 		host = req.URL.Host
-	}
-	if !validHeaderValue(host) || host == "" {
-		return fmt.Errorf("httpclient: invalid Host %q", host)
 	}
 	bw.WriteString(method)
 	bw.WriteByte(' ')
@@ -179,9 +176,6 @@ func (c *conn) writeRequest(req *http.Request) (err error) {
 		path := req.URL.EscapedPath()
 		if path == "" {
 			path = "/"
-		}
-		if !validPath(path) || !validPath(req.URL.RawQuery) {
-			return fmt.Errorf("httpclient: invalid request path %q", path)
 		}
 		bw.WriteString(path)
 		if req.URL.RawQuery != "" || req.URL.ForceQuery {
@@ -200,13 +194,7 @@ func (c *conn) writeRequest(req *http.Request) (err error) {
 		case "Host", "Content-Length", "Transfer-Encoding", "Connection", "Trailer":
 			continue // the client's own to write
 		}
-		if !validToken(name) {
-			return fmt.Errorf("httpclient: invalid header name %q", name)
-		}
 		for _, v := range values {
-			if !validHeaderValue(v) {
-				return fmt.Errorf("httpclient: invalid value of header %q", name)
-			}
 			if name == "User-Agent" && v == "" {
 				continue
 			}
@@ -262,7 +250,7 @@ func (c *conn) writeBody(body io.Reader, n int64) error {
 		return err
 	}
 	if c.exact.left != 0 {
-		return fmt.Errorf("httpclient: request body has %d bytes, fewer than its ContentLength of %d", n-c.exact.left, n)
+		return &bodyLengthError{fmt.Sprintf("httpclient: request body has %d bytes, fewer than its ContentLength of %d", n-c.exact.left, n)}
 	}
 	return nil
 }
@@ -273,7 +261,13 @@ type exactWriter struct {
 	left int64
 }
 
-var errBodyTooLong = errors.New("httpclient: request body is longer than its ContentLength")
+var errBodyTooLong error = &bodyLengthError{"httpclient: request body is longer than its ContentLength"}
+
+// bodyLengthError is a request body that does not match its ContentLength: the connection has part of a request
+// on it and no answer to wait for.
+type bodyLengthError struct{ msg string }
+
+func (e *bodyLengthError) Error() string { return e.msg }
 
 func (e *exactWriter) Write(p []byte) (int, error) {
 	if int64(len(p)) > e.left {
@@ -639,6 +633,43 @@ func (c *conn) readTrailer() error {
 			return nil
 		}
 	}
+}
+
+// validateRequest refuses, before any connection is used, a request whose head would not be valid HTTP/1.1 or
+// could end early and start another (a CR or LF in a header value, a space in the method or path).
+func validateRequest(req *http.Request) error {
+	method := req.Method
+	if method == "" {
+		method = http.MethodGet
+	}
+	if !validToken(method) {
+		return fmt.Errorf("httpclient: invalid method %q", method)
+	}
+	host := req.Host
+	if host == "" {
+		host = req.URL.Host
+	}
+	if host == "" || !validHeaderValue(host) || strings.ContainsAny(host, " /") {
+		return fmt.Errorf("httpclient: invalid Host %q", host)
+	}
+	if req.URL.Opaque != "" {
+		if uri := req.URL.RequestURI(); !validPath(uri) {
+			return fmt.Errorf("httpclient: invalid request path %q", uri)
+		}
+	} else if !validPath(req.URL.EscapedPath()) || !validPath(req.URL.RawQuery) {
+		return fmt.Errorf("httpclient: invalid request path %q", req.URL.EscapedPath())
+	}
+	for name, values := range req.Header {
+		if !validToken(name) {
+			return fmt.Errorf("httpclient: invalid header name %q", name)
+		}
+		for _, v := range values {
+			if !validHeaderValue(v) {
+				return fmt.Errorf("httpclient: invalid value of header %q", name)
+			}
+		}
+	}
+	return nil
 }
 
 // validToken reports an RFC 9110 token: a method or a header name.

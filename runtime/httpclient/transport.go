@@ -117,6 +117,10 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		closeBody(req)
 		return nil, errors.New("httpclient: request URL has no host")
 	}
+	if err := validateRequest(req); err != nil {
+		closeBody(req)
+		return nil, err
+	}
 	if proxyURL, err := t.proxy(req); err != nil {
 		closeBody(req)
 		return nil, fmt.Errorf("httpclient: proxy from environment: %w", err)

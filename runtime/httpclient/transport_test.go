@@ -354,7 +354,14 @@ func TestInvalidRequestHeadersAreRefusedBeforeSending(t *testing.T) {
 	if req.URL.EscapedPath() != "/a%20b" {
 		t.Fatalf("escaped path %q", req.URL.EscapedPath())
 	}
-	_ = accepted
+	req, _ = http.NewRequest("GET", url+"/", nil)
+	req.URL.RawQuery = "a b"
+	if _, err := tr.RoundTrip(req); err == nil {
+		t.Error("space in the query: no error")
+	}
+	if n := accepted.Load(); n != 0 {
+		t.Fatalf("%d connections made for requests refused before sending", n)
+	}
 }
 
 func TestDeadIdleConnectionIsRetriedWhenTheBodyCanBeReplayed(t *testing.T) {
