@@ -7,9 +7,17 @@
 // ChunkWriter every chunk of a stream goes through. It knows nothing of URLs, headers or authentication: those
 // are the adapters'.
 //
-// It imports only the standard library, runtime/gwerr, runtime/schema and internal/jsonstr; it must
-// not import runtime/providers or any adapter. Its functions are safe for concurrent use; a reader returned by
-// Stream belongs to one goroutine.
+// The ingress direction serves callers of the gateway's own POST /v1/messages whose model is not reached by
+// pass-through to Anthropic: ToChat turns their Messages request into a chat completion request (ingress.go),
+// FromChat the chat answer into a Messages answer, with Usage and the CountTokens estimate
+// (ingress_answer.go), StreamFromChat the chunk stream into Anthropic's events (ingress_stream.go, with its
+// allocation-free reader of text and argument chunks in ingress_fastpath.go), and ErrorBody, ErrorFromChat
+// and ErrorType the errors into Anthropic's envelope (ingress_errors.go). Their golden files are under
+// testdata/ingress.
+//
+// It imports only the standard library, runtime/gwerr, runtime/schema, runtime/catalog (the token estimate
+// of CountTokens) and internal/jsonstr; it must not import runtime/providers or any adapter. Its functions
+// are safe for concurrent use; a reader returned by Stream or StreamFromChat belongs to one goroutine.
 //
 // Example:
 //
@@ -17,4 +25,8 @@
 //	body, model, err := anthropicmsg.Request(in, anthropicmsg.RequestOptions{})
 //	// POST body to https://api.anthropic.com/v1/messages, then:
 //	completion, err := anthropicmsg.Response(answer, strict)
+//
+//	// and for a caller of /v1/messages routed to an OpenAI-format provider:
+//	chatBody, err := anthropicmsg.ToChat(messagesBody)
+//	message, err := anthropicmsg.FromChat(chatAnswer, requestedModel)
 package anthropicmsg
