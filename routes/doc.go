@@ -3,9 +3,13 @@
 //
 // It is the only package that imports fiber and the only place where an error becomes a status: handlers return
 // *gwerr.Error (or any error, which becomes a 500 whose cause is logged), and Server.handleError writes the
-// OpenAI-shaped body {"error": {"message", "type", "code", "param"}}. Every answer carries x-gateway-trace-id.
+// OpenAI-shaped body {"error": {"message", "type", "code", "param"}} (on /v1/messages, Anthropic's envelope:
+// messages.go, which also authenticates those paths as Anthropic's SDKs do). Every answer carries
+// x-gateway-trace-id.
 //
-// Endpoints: GET /health (no key); under /v1, with a key: the inference endpoints (inference.go: gateway headers
+// Portkey's x-portkey-* request headers are read as their x-gateway-* twins by the first middleware (portkey.go).
+//
+// Endpoints: GET /health (no key); under /v1, with a key: GET /v1/models (models.go), the inference endpoints (inference.go: gateway headers
 // parsed in headers.go, the engine called; streams relayed by stream.go's reader, which fasthttp pulls and flushes
 // when no further line is buffered), prompt render and completions, logs, metrics, and
 // the admin endpoints (api-keys, policies, prompts, plugins, guardrails). Admin handlers decode, check the admin

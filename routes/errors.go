@@ -66,6 +66,9 @@ func errorString(ge *gwerr.Error) string {
 }
 
 func writeError(c *fiber.Ctx, ge *gwerr.Error) error {
+	if isMessagesPath(c.Path()) {
+		return writeMessagesError(c, ge) // Anthropic's envelope (messages.go)
+	}
 	body := ge.Body()
 	for name, values := range ge.Header {
 		for _, v := range values {

@@ -152,6 +152,14 @@ func (s *Server) send(c *fiber.Ctx, req *runtime.Request, resp *runtime.Response
 		}
 		return c.Send(resp.Body)
 	}
+	if resp.Raw { // audio: the provider's bytes as they arrive, with its content type (media.go)
+		if len(resp.Header.Values("Content-Type")) == 0 {
+			c.Set(fiber.HeaderContentType, fiber.MIMEOctetStream)
+		}
+		c.Response().ImmediateHeaderFlush = true
+		c.Context().SetBodyStream(s.newRawRelay(req, resp, cancel, start, ctx), -1)
+		return nil
+	}
 	c.Set(fiber.HeaderContentType, "text/event-stream")
 	c.Set(fiber.HeaderCacheControl, "no-cache")
 	c.Set("X-Accel-Buffering", "no")

@@ -30,13 +30,13 @@ func (s *Server) storeLog(start time.Time, req *runtime.Request, resp *runtime.R
 	}
 	e := &reqlog.Entry{TraceID: req.TraceID, CreatedAt: start, WorkspaceID: req.Key.WorkspaceID, Endpoint: r.Endpoint,
 		Provider: r.Provider, Model: r.Model, Status: status, Latency: r.Duration, Retries: r.Retries,
-		CacheStatus: r.CacheStatus, Metadata: req.Metadata, Request: req.Body.Raw()}
+		CacheStatus: r.CacheStatus, Metadata: req.Metadata, Request: loggedRequest(req)} // media.go: an upload's fields
 	if resp != nil {
 		e.Target, e.UpstreamLatency = resp.OptionPath, r.Upstream
 		u := resp.Usage
 		e.Usage = storage.LogUsage{InputTokens: u.InputTokens, OutputTokens: u.OutputTokens, Known: u.Known, Estimated: u.Estimated}
 		e.CostUSD, e.CostKnown = u.CostUSD, u.CostKnown
-		if resp.Stream == nil {
+		if resp.Stream == nil && (!req.Endpoint.AnyAnswer() || loggedAnswer(resp)) { // not a transcript as text
 			e.Response = resp.Body
 		}
 	}

@@ -121,6 +121,7 @@ func New(store *storage.Store, engine *runtime.Engine, opts Options) *Server {
 }
 
 func (s *Server) routes() {
+	s.app.Use(portkeyHeaders) // portkey.go: x-portkey-* read as x-gateway-*, before the key and trace ID are
 	s.app.Use(traceID)
 	if s.accessLogs {
 		s.app.Use(s.accessLog)
@@ -128,6 +129,7 @@ func (s *Server) routes() {
 	s.app.Use(limitBody) // bodylimit.go
 	s.app.Get("/health", s.health)
 	s.app.Get("/metrics", s.authenticate, s.serveMetrics()) // observe.go
+	s.messagesRoutes()                                      // messages.go: before the /v1 group, whose key check it replaces
 
 	v1 := s.app.Group("/v1", s.authenticate)
 	v1.Get("/api-keys", s.listAPIKeys)
@@ -171,7 +173,9 @@ func (s *Server) routes() {
 	s.configRoutes(v1)     // configs.go
 	s.workspaceRoutes(v1)  // workspaces.go
 	s.responseRoutes(v1)   // responses.go
+	s.mediaRoutes(v1)      // media.go: images, audio, moderations, rerank
 
+	v1.Get("/models", s.listModels) // models.go
 	v1.Post("/chat/completions", s.inference(providers.ChatCompletions))
 	v1.Post("/completions", s.inference(providers.Completions))
 	v1.Post("/embeddings", s.inference(providers.Embeddings))

@@ -16,6 +16,7 @@ import (
 
 	"github.com/llmgw/gateway/runtime"
 	"github.com/llmgw/gateway/runtime/gwerr"
+	"github.com/llmgw/gateway/runtime/providers"
 )
 
 // lineReader is a stream read line by line. The engine's usage watch, which sits on every successful stream,
@@ -74,10 +75,12 @@ type sseRelay struct {
 	started time.Time     // the first Read
 	first   time.Time     // when the first line was read (zero when none was)
 	closed  bool
+	// messages: the stream is Anthropic's Messages events, whose error event is Anthropic's.
+	messages bool
 }
 
 func (s *Server) newRelay(req *runtime.Request, resp *runtime.Response, cancel context.CancelFunc, arrived time.Time, ctx context.Context) *sseRelay {
-	r := &sseRelay{srv: s, req: req, resp: resp, ctx: ctx, cancel: cancel, arrived: arrived}
+	r := &sseRelay{srv: s, req: req, resp: resp, ctx: ctx, cancel: cancel, arrived: arrived, messages: req.Endpoint == providers.Messages}
 	streamOpened()
 	var upstream io.Reader = resp.Stream
 	if t, ok := upstream.(*tracedStream); ok {
@@ -116,7 +119,7 @@ func (r *sseRelay) Read(p []byte) (int, error) {
 				r.ended = true
 				if !errors.Is(err, io.EOF) {
 					r.err = err
-					r.tail = brokenStreamEvent(err)
+					r.tail = brokenStreamEvent(r.messages, err)
 				}
 			}
 			continue
@@ -131,9 +134,13 @@ func (r *sseRelay) Read(p []byte) (int, error) {
 	return n, nil
 }
 
-// brokenStreamEvent is the event that ends a stream whose provider broke off.
-func brokenStreamEvent(err error) []byte {
+// brokenStreamEvent is the event that ends a stream whose provider broke off: Anthropic's error event on a
+// Messages stream, OpenAI's error chunk on the others.
+func brokenStreamEvent(messages bool, err error) []byte {
 	broke := &gwerr.Error{Status: fiber.StatusBadGateway, Code: gwerr.CodeUpstream, Message: "the provider's stream broke off: " + err.Error()}
+	if messages {
+		return append(append([]byte("\n\nevent: error\ndata: "), runtime.MessagesErrorBody(broke.Status, broke.Message)...), "\n\n"...)
+	}
 	event, _ := json.Marshal(broke.Body())
 	return append(append([]byte("\n\ndata: "), event...), "\n\n"...)
 }

@@ -46,12 +46,13 @@ func (e *Engine) attempts(ctx context.Context, st *state, n *config.Node, adapte
 	if timeout <= 0 {
 		timeout = e.attemptTimeout
 	}
+	call, hideUsage := streamUsageCall(adapter, t, call) // streamusage.go: usage on every stream
 	for i := 0; ; i++ {
 		start := e.now()
 		st.calls++
 		called := time.Now() // not e.now: tests replace the engine's clock, and this measures real time
 		bound := timeout
-		if !call.Stream && !start.Add(timeout).Before(st.deadline) {
+		if !call.Stream && !call.Endpoint.RawAnswer() && !start.Add(timeout).Before(st.deadline) {
 			// The request's deadline ends a whole answer's wait first: a timer of the attempt's own would never
 			// fire, and costs four allocations. A stream keeps its bound, which outlives the request's deadline.
 			bound = 0
@@ -60,6 +61,10 @@ func (e *Engine) attempts(ctx context.Context, st *state, n *config.Node, adapte
 		st.upstream += time.Since(called)
 		out.retries, out.path, out.prov = i, n.Path, t.Provider
 		out.models = t.Fields[catalog.OverridesField]
+		if hideUsage && out.stream != nil {
+			out.stream.hidden = hideUsageChunks(out.stream.ReadCloser)
+			out.stream.ReadCloser = out.stream.hidden
+		}
 		if post != nil {
 			post(out)
 		}
@@ -166,7 +171,11 @@ func (e *Engine) attempt(ctx context.Context, adapter providers.Adapter, t *prov
 		ctx, span = startAttemptSpan(ctx, t, call)
 		defer func() { endAttemptSpan(span, out) }()
 	}
-	adapter = e.responsesStep(ctx, adapter, call) // responses_step.go: /v1/responses, native or translated
+	adapter = e.responsesStep(ctx, adapter, call)      // responses_step.go: /v1/responses, native or translated
+	adapter, local := e.messagesStep(adapter, t, call) // messages_step.go: /v1/messages, native or translated
+	if local != nil {
+		return local
+	}
 	actx, cancel := ctx, context.CancelFunc(noCancel)
 	if timeout > 0 {
 		actx, cancel = context.WithTimeout(ctx, timeout)
@@ -190,6 +199,9 @@ func (e *Engine) attempt(ctx context.Context, adapter providers.Adapter, t *prov
 	}
 	header := passHeaders(resp.Header)
 	success := resp.StatusCode >= 200 && resp.StatusCode < 300
+	if success && call.Endpoint.RawAnswer() { // audio: its bytes pass through as they arrive (media_step.go)
+		return rawOutcome(resp, header, cancel)
+	}
 	if call.Stream && success {
 		stream := resp.Body
 		if tr, ok := adapter.(providers.StreamTranslator); ok {
@@ -210,7 +222,7 @@ func (e *Engine) attempt(ctx context.Context, adapter providers.Adapter, t *prov
 		}
 		return &outcome{status: resp.StatusCode, header: header, body: body}
 	}
-	if !json.Valid(body) {
+	if !call.Endpoint.AnyAnswer() && !json.Valid(body) { // a transcript may be text (media_step.go)
 		return &outcome{err: &gwerr.Error{Status: http.StatusBadGateway, Code: gwerr.CodeUpstream,
 			Message: fmt.Sprintf("%s answered %d with a body that is not JSON", t.Provider, resp.StatusCode)}}
 	}
@@ -309,6 +321,7 @@ func passHeaders(h http.Header) http.Header {
 type attemptStream struct {
 	io.ReadCloser
 	cancel context.CancelFunc
+	hidden *usageHider // the usage chunk is hidden from the caller: its figures are here (streamusage.go)
 }
 
 func (s *attemptStream) Close() error {

@@ -237,3 +237,44 @@ func setMembers(body []byte, patches []memberPatch, onlyMissing bool) ([]byte, e
 	}
 	return append(out, body[end:]...), nil
 }
+
+// includeUsage is the stream_options a streamed chat completion is given when it does not ask for usage.
+var includeUsage = []byte(`{"include_usage":true}`)
+
+// askStreamUsage reports whether a chat completion body asks for a stream's usage (stream_options.include_usage
+// true), and when it does not, returns the body with that option set, in one pass that keeps every other byte
+// (the caller's other stream_options included). body is not modified.
+func askStreamUsage(body []byte) (patched []byte, asked bool, err error) {
+	var options []byte // the value of the last stream_options member, as encoding/json would read it
+	if _, err := eachBodyMember(body, func(m bodyMember) {
+		if keyIs(body[m.key:m.keyEnd], "stream_options") {
+			options = body[m.value:m.end]
+		}
+	}); err != nil {
+		return nil, false, err
+	}
+	value := includeUsage
+	if len(options) > 0 && options[0] == '{' {
+		if usageAsked(options) {
+			return body, true, nil
+		}
+		if value, err = setMembers(options, []memberPatch{{name: "include_usage", value: trueValue}}, false); err != nil {
+			return nil, false, err
+		}
+	}
+	patched, err = setMembers(body, []memberPatch{{name: "stream_options", value: value}}, false)
+	return patched, false, err
+}
+
+var trueValue = []byte("true")
+
+// usageAsked reports whether the stream_options object options has include_usage true.
+func usageAsked(options []byte) bool {
+	asked := false
+	_, err := eachBodyMember(options, func(m bodyMember) {
+		if keyIs(options[m.key:m.keyEnd], "include_usage") {
+			asked = string(options[m.value:m.end]) == "true"
+		}
+	})
+	return err == nil && asked
+}

@@ -43,16 +43,22 @@ type cacheStep struct {
 	vector    []float32
 }
 
-// cacheable reports whether answers of the endpoint can be cached: chat and text completions, embeddings and
-// responses.
+// cacheable reports whether answers of the endpoint can be cached: chat and text completions, embeddings,
+// responses, and the JSON media endpoints (image generations, moderations, rerank); never uploads or audio.
 func cacheable(ep providers.Endpoint) bool {
-	return ep == providers.ChatCompletions || ep == providers.Completions || ep == providers.Embeddings || ep == providers.Responses
+	switch ep {
+	case providers.ChatCompletions, providers.Completions, providers.Embeddings, providers.Responses,
+		providers.ImagesGenerations, providers.Moderations, providers.Rerank:
+		return true
+	}
+	return false
 }
 
 // cacheOn reports whether the target's answer to the request goes through the cache: its config enables one,
-// the request has a workspace, and the endpoint's answers can be cached.
+// the request has a workspace, and the endpoint's answers can be cached. Anthropic's Messages answers are
+// cached whole; their streams are not (the cache records and replays only chat chunks and responses events).
 func cacheOn(n *config.Node, req *Request) bool {
-	return n.Cache != nil && req.Key != nil && cacheable(req.Endpoint)
+	return n.Cache != nil && req.Key != nil && (cacheable(req.Endpoint) || req.Endpoint == providers.Messages && !req.Stream)
 }
 
 // keyedByAddress reports whether the cache's key of t needs the target's address (targetID) beside its base

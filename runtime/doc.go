@@ -35,8 +35,13 @@
 // embed.go (lookup, store, semantic embedding); breaker.go (circuit breakers: asked before the call, told its
 // outcome after); attempt.go (calls with retries, per-attempt timeouts, transport errors) and responses_step.go
 // (a responses request sent natively, or translated to chat completions and back by runtime/responses, per
-// attempt); management.go (a stored provider resolved for runtime/upstream's management calls); usage.go (tokens
-// counted for rate limits, x-ratelimit-* figures). state.go, at the bottom, holds what the steps share:
+// attempt); messages_step.go (an Anthropic Messages request sent natively to the adapters that serve it for
+// its model, or translated to chat completions and back by runtime/internal/anthropicmsg, per attempt; a token
+// count forwarded or estimated); media_step.go (OpenAI's media endpoints: a provider that does not serve one, uploads sent as they
+// are, raw audio answers); management.go (a stored provider resolved for runtime/upstream's management calls); usage.go (tokens
+// counted for rate limits, x-ratelimit-* figures); streamusage.go (usage asked of every streamed chat completion,
+// its chunk hidden from a caller that did not ask); models.go (GET /v1/models: a target's provider list, or the
+// catalogue's). state.go, at the bottom, holds what the steps share:
 // Request and Response, the request's state (which keeps no context: ctx is passed down), and outcome.
 //
 // The caller's body reaches the engine read once, as a schema.Body (Request.Body): the limiter takes its model,

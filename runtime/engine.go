@@ -201,6 +201,7 @@ func (e *Engine) Do(ctx context.Context, req *Request) (*Response, error) {
 		return nil, err
 	}
 	resp.Upstream, resp.Fallbacks = st.upstream, st.fallbacks
+	messagesErrorAnswer(req, resp) // messages_step.go
 	e.watchUsage(req, &adm, hold, resp)
 	rateLimitHeaders(&adm, resp)
 	return resp, nil

@@ -199,6 +199,12 @@ func logLine(s string) string {
 // afterHooks runs after-request hooks and output guardrails on a 2xx answer and marks it: 446 on a deny, 246
 // when some check failed without denying, and hook_results beside the completion's fields.
 func (e *Engine) afterHooks(ctx context.Context, st *state, set *guardrails.Set, out *outcome, results hookResults, soft bool) {
+	if unjudged(st.req, out) { // audio, or a transcript as text (media_step.go)
+		if soft {
+			out.status = StatusHooksFailedSoft
+		}
+		return
+	}
 	if out.stream != nil {
 		// The status is sent before the answer is known: only the before side can make it 246.
 		if soft {
@@ -356,12 +362,30 @@ func endpointName(ep providers.Endpoint) string {
 		return "embeddings"
 	case providers.Responses:
 		return "responses"
+	case providers.Messages, providers.MessagesCountTokens:
+		return "messages"
+	case providers.ImagesGenerations:
+		return "images.generations"
+	case providers.ImagesEdits:
+		return "images.edits"
+	case providers.AudioSpeech:
+		return "audio.speech"
+	case providers.AudioTranscriptions:
+		return "audio.transcriptions"
+	case providers.AudioTranslations:
+		return "audio.translations"
+	case providers.Moderations:
+		return "moderations"
+	case providers.Rerank:
+		return "rerank"
 	}
 	return ""
 }
 
-// requestText is the text input checks look at: the messages' text (chat), the prompt (completions) or the
-// input (embeddings; responses: a string, or the text parts of its items).
+// requestText is the text input checks look at: the messages' text (chat; Anthropic's Messages: its system
+// prompt first), the prompt (completions, images; an image edit's prompt field), the input (embeddings,
+// moderations, audio/speech; responses: a string, or the text parts of its items) or the query (rerank). Audio
+// uploads have none: checks see "".
 func requestText(params map[string]any) string {
 	var b strings.Builder
 	add := func(s string) {
@@ -374,13 +398,15 @@ func requestText(params map[string]any) string {
 		b.WriteString(s)
 	}
 	if msgs, ok := params["messages"].([]any); ok {
+		add(contentText(params["system"])) // Anthropic's: a string or text blocks; chat requests have none
+
 		for _, m := range msgs {
 			msg, _ := m.(map[string]any)
 			add(contentText(msg["content"]))
 		}
 		return b.String()
 	}
-	for _, key := range []string{"prompt", "input"} {
+	for _, key := range []string{"prompt", "input", "query"} {
 		switch v := params[key].(type) {
 		case string:
 			add(v)
@@ -419,7 +445,7 @@ func contentText(c any) string {
 }
 
 // replaceRequestText writes a transformer's text back into the body: into the last user message of a chat
-// request (or the last user item of a responses input), or the prompt / input of the others.
+// request (or the last user item of a responses input), or the prompt / query / input of the others.
 func replaceRequestText(body []byte, text string) ([]byte, error) {
 	var m map[string]json.RawMessage
 	if err := json.Unmarshal(body, &m); err != nil {
@@ -440,6 +466,8 @@ func replaceRequestText(body []byte, text string) ([]byte, error) {
 		m["messages"], _ = json.Marshal(msgs)
 	} else if _, ok := m["prompt"]; ok {
 		m["prompt"] = quoted
+	} else if _, ok := m["query"]; ok { // rerank
+		m["query"] = quoted
 	} else if raw, ok := m["input"]; ok {
 		var items []map[string]json.RawMessage
 		if json.Unmarshal(raw, &items) == nil && len(items) > 0 { // responses input items: as chat messages
@@ -457,8 +485,8 @@ func replaceRequestText(body []byte, text string) ([]byte, error) {
 	return json.Marshal(m)
 }
 
-// answerText is the text of an OpenAI-shaped answer that output checks look at: the first choice's, or a
-// response object's output messages' text.
+// answerText is the text of an answer that output checks look at: the first choice's, a response object's
+// output messages' text, or an Anthropic message's text blocks.
 func answerText(body []byte) string {
 	var a struct {
 		Choices []struct {
@@ -471,9 +499,13 @@ func answerText(body []byte) string {
 			Type    string `json:"type"`
 			Content any    `json:"content"`
 		} `json:"output"`
+		Content any `json:"content"` // an Anthropic message's blocks
 	}
 	if json.Unmarshal(body, &a) != nil {
 		return ""
+	}
+	if a.Content != nil {
+		return contentText(a.Content)
 	}
 	if len(a.Choices) == 0 {
 		var parts []string

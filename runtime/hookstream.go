@@ -11,6 +11,7 @@ import (
 
 	"github.com/llmgw/gateway/guardrails"
 	"github.com/llmgw/gateway/runtime/gwerr"
+	"github.com/llmgw/gateway/runtime/internal/anthropicmsg"
 	"github.com/llmgw/gateway/runtime/providers"
 	"github.com/llmgw/gateway/runtime/schema"
 )
@@ -24,7 +25,9 @@ import (
 // (response.completed, response.incomplete or response.failed). The guardrails run before that event is
 // passed on, on the text of its response.output_text.delta events; a deny replaces it with an error event and
 // ends the stream, so a denied answer never reaches the caller whole. A stream that ends without either end is
-// cut off after the guardrails ran on what came (never passed on unjudged).
+// cut off after the guardrails ran on what came (never passed on unjudged). Anthropic's Messages event stream
+// is read the same way: its end is message_stop, its text the text_delta of content_block_delta events, and a
+// deny is Anthropic's error event.
 type hookStream struct {
 	src       io.ReadCloser
 	br        *bufio.Reader
@@ -32,7 +35,7 @@ type hookStream struct {
 	pending   bytes.Buffer
 	text      strings.Builder
 	done      bool
-	responses bool   // the stream is a responses event stream
+	responses bool   // the stream is a responses (or Anthropic Messages) event stream
 	eventLine []byte // a responses stream's "event:" line, held until its data line shows whether it ends the stream
 	finish    func(text string) (event []byte, deny bool)
 }
@@ -119,14 +122,22 @@ func (h *hookStream) responsesLine(line []byte) {
 		return
 	}
 	var ev struct {
-		Type  string `json:"type"`
-		Delta string `json:"delta"`
+		Type  string          `json:"type"`
+		Delta json.RawMessage `json:"delta"`
 	}
 	_ = json.Unmarshal(bytes.TrimSpace(payload), &ev)
 	switch ev.Type {
 	case "response.output_text.delta":
-		h.text.WriteString(ev.Delta)
-	case "response.completed", "response.incomplete", "response.failed":
+		var delta string
+		_ = json.Unmarshal(ev.Delta, &delta)
+		h.text.WriteString(delta)
+	case "content_block_delta": // Anthropic's Messages stream: {"delta": {"type": "text_delta", "text": ...}}
+		var delta struct {
+			Text string `json:"text"`
+		}
+		_ = json.Unmarshal(ev.Delta, &delta)
+		h.text.WriteString(delta.Text)
+	case "response.completed", "response.incomplete", "response.failed", "message_stop":
 		h.done = true
 		if event, deny := h.finish(h.text.String()); deny {
 			h.eventLine = h.eventLine[:0]
@@ -151,11 +162,17 @@ const hookStreamBuffer = 4 << 10
 // streamWithOutputHooks wraps a streamed answer so that its output guardrails run on the assembled text.
 func (e *Engine) streamWithOutputHooks(ctx context.Context, st *state, set *guardrails.Set, out *outcome, results hookResults) {
 	src := out.stream.ReadCloser
-	responses := st.req.Endpoint == providers.Responses
+	messages := st.req.Endpoint == providers.Messages
+	responses := st.req.Endpoint == providers.Responses || messages // both end with an event of their own
 	out.stream.ReadCloser = &hookStream{src: src, br: bufio.NewReaderSize(src, hookStreamBuffer), responses: responses, finish: func(text string) ([]byte, bool) {
 		after := e.runHooks(ctx, st, set, guardrails.StageAfter, text)
 		results.After = after.Results
 		e.runAsync(ctx, st.req.TraceID, after.Async)
+		if after.Deny && messages {
+			// Anthropic's error event, which its SDKs raise as an error.
+			body := anthropicmsg.ErrorBody(gwerr.StatusHooksFailed, "the answer was denied by a guardrail or hook")
+			return append(append([]byte("event: error\ndata: "), body...), "\n\n"...), true
+		}
 		if after.Deny && responses {
 			// The responses stream's own error event, which the SDKs raise as an error.
 			body, _ := json.Marshal(struct {

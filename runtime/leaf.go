@@ -37,7 +37,20 @@ func (e *Engine) execLeaf(ctx context.Context, st *state, n *config.Node) *outco
 	if gerr != nil {
 		return &outcome{err: gerr, path: n.Path}
 	}
-	body, err := patchBody(body, n)
+	if st.req.Endpoint.IsMedia() {
+		if gerr := checkMedia(st.req, n, t, adapter); gerr != nil { // media_step.go
+			return &outcome{err: gerr, path: n.Path, prov: t.Provider}
+		}
+	}
+	var err error
+	if id.model != "" { // before override_params, which win over what the caller sent
+		var buf [64]byte
+		patch := [1]memberPatch{stringPatch(buf[:0], "model", id.model)}
+		body, err = setMembers(body, patch[:], false)
+	}
+	if err == nil {
+		body, err = patchBody(body, n)
+	}
 	if err != nil {
 		return &outcome{err: gwerr.Internal(err), path: n.Path}
 	}
@@ -55,7 +68,7 @@ func (e *Engine) execLeaf(ctx context.Context, st *state, n *config.Node) *outco
 			return &outcome{status: gwerr.StatusHooksFailed, header: jsonContentType, body: hooksDenied(results), path: n.Path, prov: t.Provider}
 		}
 		soft = before.Failed
-		if before.Transformed != nil {
+		if before.Transformed != nil && st.req.ContentType == "" { // an upload goes as sent (media_step.go)
 			if body, err = replaceRequestText(body, *before.Transformed); err != nil {
 				return &outcome{err: gwerr.Internal(err), path: n.Path}
 			}
@@ -102,7 +115,7 @@ func (e *Engine) execLeaf(ctx context.Context, st *state, n *config.Node) *outco
 		}
 	}
 	out := e.attempts(ctx, st, n, adapter, t, &providers.Call{Endpoint: st.req.Endpoint, Body: body, Request: &st.req.Body, Stream: st.req.Stream,
-		Strict: n.StrictCompliance}, post)
+		Strict: n.StrictCompliance, ContentType: st.req.ContentType}, post)
 	if br != nil {
 		e.settleBreaker(ctx, br, n.CircuitBreaker, out)
 	}
@@ -118,7 +131,7 @@ const codeAttemptCap = "upstream_attempt_cap"
 // its circuit breaker and cache (targetID).
 func (e *Engine) resolveTarget(ctx context.Context, req *Request, n *config.Node) (*providers.Target, providers.Adapter, targetID, *gwerr.Error) {
 	// Params are recorded as (node field) or a header name and turned into text only for an error.
-	var id, slug, apiKey, baseURL string
+	var id, slug, apiKey, baseURL, modelOverride string
 	var slugParam, hostParam param
 	fields := n.ProviderFields
 	switch {
@@ -146,8 +159,13 @@ func (e *Engine) resolveTarget(ctx context.Context, req *Request, n *config.Node
 		return nil, nil, targetID{}, gwerr.BadRequest("x-gateway-provider",
 			"x-gateway-custom-host needs x-gateway-provider to name the provider whose format the host speaks (openai when unsure)")
 	default:
-		return nil, nil, targetID{}, gwerr.BadRequest("x-gateway-provider",
-			"no provider: send x-gateway-provider with Authorization, x-gateway-virtual-key, x-gateway-config or x-gateway-custom-host with x-gateway-provider")
+		ref, model, ok := modelReference(req)
+		if !ok {
+			return nil, nil, targetID{}, gwerr.BadRequest("x-gateway-provider",
+				"no provider: send x-gateway-provider with Authorization, x-gateway-virtual-key, x-gateway-config or x-gateway-custom-host with x-gateway-provider, "+
+					"or name a stored provider in the model as \"@slug/model\"")
+		}
+		slug, slugParam, modelOverride = ref, param{name: "model"}, model
 	}
 	if slug != "" {
 		p, err := e.store.Providers.Get(req.Key.WorkspaceID, slug)
@@ -215,14 +233,30 @@ func (e *Engine) resolveTarget(ctx context.Context, req *Request, n *config.Node
 	if n.CircuitBreaker != nil || (cacheOn(n, req) && keyedByAddress(t)) {
 		name.identity, name.address = desc.Identify(t)
 	}
+	name.model = modelOverride
 	return t, adapter, name, nil
 }
 
 // targetID names a resolved target for the steps that keep something per target (Descriptor.Identify): identity
 // keys its circuit breaker, address (the same sum without the API key) its cached answers. Both are "" when
-// no step of the target needs them.
+// no step of the target needs them. model, when set, is the model to send in place of the body's: the body
+// named the target as "@slug/model" (modelReference).
 type targetID struct {
 	identity, address string
+	model             string
+}
+
+// modelReference reads a model of the form "@slug/model": a stored provider of the workspace and the model to
+// ask it for. It is how a caller that can set nothing but a base URL, a key and a model (Anthropic's SDKs and
+// coding agents, most OpenAI clients) routes a request when neither a config nor a header names a provider;
+// GET /v1/models lists the workspace's models in that form.
+func modelReference(req *Request) (slug, model string, ok bool) {
+	m := req.Body.Model()
+	if len(m) < 4 || m[0] != '@' || req.ContentType != "" { // an upload's model cannot be rewritten
+		return "", "", false
+	}
+	slug, model, ok = strings.Cut(m[1:], "/")
+	return slug, model, ok && slug != "" && model != ""
 }
 
 func noHeader(string) string { return "" }
@@ -285,7 +319,7 @@ func patchBody(body []byte, n *config.Node) ([]byte, error) {
 // fillUser sets the body's "user" to metadata._user when the body has none (the caller's or override_params').
 func fillUser(body []byte, req *Request) ([]byte, error) {
 	user := req.Metadata["_user"]
-	if user == "" {
+	if user == "" || req.ContentType != "" { // an upload goes as sent (media_step.go)
 		return body, nil
 	}
 	var buf [64]byte

@@ -23,8 +23,11 @@ type Request struct {
 	Endpoint providers.Endpoint
 	URLPath  string
 	Body     schema.Body // the caller's JSON body as routes read it; the engine does not modify it
-	Stream   bool
-	Key      *storage.APIKey
+	// ContentType is the body's content type when it is not JSON: a multipart upload's, boundary included
+	// (schema.FormBody). Such a body goes upstream unchanged: no override_params, _user or transformer applies.
+	ContentType string
+	Stream      bool
+	Key         *storage.APIKey
 
 	// Gateway headers.
 	Provider      string // x-gateway-provider
@@ -59,6 +62,9 @@ type Response struct {
 	Header http.Header // upstream headers worth passing on (content type, request id, rate-limit headers)
 	Body   []byte
 	Stream io.ReadCloser // an upstream SSE body, for streamed 2xx answers
+	// Raw says that Stream is not events but the provider's answer as bytes (audio/speech), to pass through as
+	// they arrive with the provider's content type (Header).
+	Raw bool
 
 	Provider    string // canonical identifier of the provider that answered
 	Retries     int    // retries made on the target that answered
@@ -155,6 +161,7 @@ type outcome struct {
 	header  http.Header
 	body    []byte
 	stream  *attemptStream // a 2xx streamed answer, still open
+	raw     bool           // stream is a raw answer's bytes, not events (Response.Raw)
 	err     *gwerr.Error   // the gateway's own answer (timeout, transport failure, bad target), when set
 	open    bool           // the target's circuit breaker is open: it was not called
 	capped  bool           // the request had made its cap of upstream attempts: the target was not called
@@ -187,7 +194,7 @@ func (o *outcome) response() (*Response, error) {
 		r.CacheStatus = CacheDisabled
 	}
 	if o.stream != nil {
-		r.Stream = o.stream
+		r.Stream, r.Raw = o.stream, o.raw
 	}
 	return r, nil
 }

@@ -10,6 +10,8 @@ import (
 
 	"github.com/llmgw/gateway/internal/jsonstr"
 	"github.com/llmgw/gateway/runtime/catalog"
+	"github.com/llmgw/gateway/runtime/internal/anthropicmsg"
+	"github.com/llmgw/gateway/runtime/providers"
 	"github.com/llmgw/gateway/runtime/ratelimit"
 )
 
@@ -24,9 +26,17 @@ func (e *Engine) watchUsage(req *Request, adm *ratelimit.Admission, hold *budget
 	}
 	model := req.Body.Model()
 	if resp.Stream == nil {
-		if in, out, ok := AnswerTokens(resp.Body); ok {
+		tokens := AnswerTokens
+		if req.Endpoint == providers.Messages {
+			tokens = anthropicmsg.Usage // cache reads and writes count as input, as OpenAI's prompt tokens do
+		}
+		if in, out, ok := tokens(resp.Body); ok {
 			resp.Usage = priced(resp, model, Usage{InputTokens: in, OutputTokens: out, Known: true})
 		}
+		e.reportUsage(adm, hold, resp)
+		return
+	}
+	if resp.Raw { // audio: no tokens to read in it (media_step.go)
 		e.reportUsage(adm, hold, resp)
 		return
 	}
@@ -35,10 +45,15 @@ func (e *Engine) watchUsage(req *Request, adm *ratelimit.Admission, hold *budget
 		a := *adm // the stream outlives Do's frame
 		counted = &a
 	}
-	resp.Stream = newUsageStream(resp.Stream, req.Body.Len(), func(u Usage) {
+	us := newUsageStream(resp.Stream, req.Body.Len(), func(u Usage) {
 		resp.Usage = priced(resp, model, u)
 		e.reportUsage(counted, hold, resp)
 	})
+	us.messages = req.Endpoint == providers.Messages
+	if s, ok := resp.Stream.(*attemptStream); ok && s.hidden != nil {
+		us.hidden = &s.hidden.usage // the usage chunk the caller is not shown (streamusage.go)
+	}
+	resp.Stream = us
 }
 
 // reportUsage gives the answer's usage to the tokens policies (adm may be nil) and settles the budget hold.
@@ -100,6 +115,8 @@ type usageStream struct {
 	usage        Usage
 	textBytes    int
 	requestBytes int
+	messages     bool   // Anthropic's Messages events: usage is read as anthropicmsg.Usage reads it
+	hidden       *Usage // the figures of the usage chunk hidden from the caller below this reader; nil: none is
 	report       func(Usage)
 	once         sync.Once
 }
@@ -176,7 +193,13 @@ func (u *usageStream) observe(line []byte) {
 	}
 	text, usage := scanEvent(payload)
 	if usage {
-		if in, out, found := AnswerTokens(payload); found {
+		if u.messages {
+			// Anthropic's events: message_start counts the input, message_delta the output so far.
+			if in, out, found := anthropicmsg.Usage(payload); found {
+				u.usage = Usage{InputTokens: max(in, u.usage.InputTokens), OutputTokens: out, Known: true}
+				return
+			}
+		} else if in, out, found := AnswerTokens(payload); found {
 			u.usage = Usage{InputTokens: in, OutputTokens: out, Known: true}
 			return
 		}
@@ -256,6 +279,9 @@ func textKeyLen(b []byte) int {
 func (u *usageStream) Close() error {
 	u.once.Do(func() {
 		usage := u.usage
+		if !usage.Known && u.hidden != nil {
+			usage = *u.hidden
+		}
 		if !usage.Known {
 			usage = Usage{InputTokens: int64(catalog.EstimateTokens(u.requestBytes)), OutputTokens: int64(catalog.EstimateTokens(u.textBytes)),
 				Known: true, Estimated: true}

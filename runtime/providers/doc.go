@@ -1,5 +1,7 @@
 // Package providers holds what every provider adapter shares: the adapter contract (Adapter and its optional
-// translators, Target, Call) and the registry of provider descriptors.
+// translators, Target, Call) and the registry of provider descriptors. media.go says which endpoints are
+// OpenAI's media endpoints (images, audio, moderations, rerank), how each one's request and answer travel
+// (multipart uploads, raw audio, text transcripts), and which adapters serve them (MediaServer, Serves).
 //
 // Each adapter package registers one Descriptor per identifier it serves, from init: the identifier and its
 // aliases (llmvendor = openai, cloudx = azure-openai, cloudy = vertex-ai, cloudz = bedrock), the default base

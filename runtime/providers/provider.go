@@ -103,6 +103,9 @@ type Call struct {
 	// Strict is the target's strict_llmvendor_compliance: answers carry only OpenAI's fields. When false,
 	// translators keep provider extras (content_blocks, thinking text) as SPEC.md's completion response shows.
 	Strict bool
+	// ContentType is Body's content type when it is not JSON: a multipart upload's (Endpoint.Multipart), with
+	// its boundary, sent upstream as it is. Empty means JSON.
+	ContentType string
 }
 
 // Adapter turns a call into the provider's HTTP request. Adapters whose wire format differs from OpenAI's also
@@ -141,6 +144,33 @@ func NewManagementRequest(ctx context.Context, method, url string, body io.Reade
 // the call translated to a chat completion (runtime/responses_step.go).
 type NativeResponses interface {
 	NativeResponses() bool
+}
+
+// NativeMessages is implemented by adapters whose provider serves Anthropic's Messages API itself for some
+// models (Anthropic for all, Claude on Vertex AI and Bedrock): NativeMessages reports whether model is one, and
+// a Messages call for it goes to the adapter as it is (the adapter only fits it to the provider's own
+// addressing). Every other target gets the call translated to a chat completion (runtime/messages_step.go).
+type NativeMessages interface {
+	NativeMessages(t *Target, model string) bool
+}
+
+// StreamUsageAsker is implemented by adapters that send a chat completion's body upstream as it is to providers
+// that report a stream's usage only when stream_options.include_usage asks for it (OpenAI's format):
+// AsksStreamUsage reports whether the target's provider takes that option. When it does, the engine asks for
+// usage on every streamed chat completion, so that its accounting has the provider's own figures, and hides the
+// usage chunk from a caller that did not ask for it (runtime/streamusage.go).
+type StreamUsageAsker interface {
+	AsksStreamUsage(t *Target) bool
+}
+
+// ModelLister is implemented by adapters whose provider lists its models over HTTP (GET /v1/models through a
+// target): NewModelsRequest builds the list call with the target's authentication, TranslateModels turns its
+// 2xx answer into OpenAI's model list ({"object":"list","data":[{"id","object":"model","created","owned_by"}]}).
+// The models of providers whose adapter lacks it (no list API, or one the gateway cannot address) come from
+// the model catalogue (runtime/catalog).
+type ModelLister interface {
+	NewModelsRequest(ctx context.Context, t *Target) (*http.Request, error)
+	TranslateModels(t *Target, body []byte) ([]byte, error)
 }
 
 // ResponseTranslator turns a provider's 2xx, non-streamed answer into OpenAI's shape (a chat.completion,
@@ -188,9 +218,15 @@ func PostJSON(ctx context.Context, t *Target, c *Call, url string, body []byte) 
 		req.Header[name] = values
 	}
 	req.Header["Content-Type"] = jsonValue
-	if c.Stream {
+	if c.ContentType != "" {
+		req.Header["Content-Type"] = []string{c.ContentType}
+	}
+	switch {
+	case c.Stream:
 		req.Header["Accept"] = eventStreamValue
-	} else {
+	case c.Endpoint.AnyAnswer(): // audio, or a transcript as text
+		req.Header["Accept"] = anyValue
+	default:
 		req.Header["Accept"] = jsonValue
 	}
 	return req, nil
@@ -202,6 +238,7 @@ func PostJSON(ctx context.Context, t *Target, c *Call, url string, body []byte) 
 var (
 	jsonValue        = []string{"application/json"}
 	eventStreamValue = []string{"text/event-stream"}
+	anyValue         = []string{"*/*"}
 )
 
 // Responses is the call's body decoded as a responses API request, once per request when the body is the

@@ -5,6 +5,7 @@
 //     Tool, ...) and the embeddings request, with decoders whose errors name the field (messages[2].content).
 //   - answer.go: the chat completion answer, logprobs, usage, the embeddings list and the error body.
 //   - chunk.go: the stream chunk and ChunkWriter, the one encoder of chat.completion.chunk events.
+//   - models.go: the model list of GET /v1/models.
 //   - responses.go: the responses API's request (DecodeResponseRequest validates it, naming the field) and
 //     response object.
 //   - body.go: Body, the caller's body read once at the edge; the limiter, conditions, checks and adapters ask

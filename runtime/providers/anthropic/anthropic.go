@@ -38,7 +38,8 @@ var (
 	_ providers.ErrorTranslator    = Adapter{}
 )
 
-// NewRequest builds POST {base}/messages from an OpenAI chat completion request. base is Target.BaseURL (the
+// NewRequest builds POST {base}/messages from an OpenAI chat completion request, or from Anthropic's own
+// Messages request (sent as it is, to /messages or /messages/count_tokens, messages.go). base is Target.BaseURL (the
 // custom_host, which ends with /v1, or https://api.anthropic.com/v1). Headers: the forwarded ones, then
 // x-api-key (Target.APIKey, omitted when empty), anthropic-version (the target's anthropic_version field, else
 // the caller's anthropic-version header, else 2023-06-01), anthropic-beta (the target's anthropic_beta field,
@@ -46,18 +47,22 @@ var (
 // translated is a 400 *gwerr.Error naming the field; completions and embeddings are a 400 too. The body's
 // "stream" follows Call.Stream, which is what the engine will read.
 func (Adapter) NewRequest(ctx context.Context, t *providers.Target, c *providers.Call) (*http.Request, error) {
-	if c.Endpoint != providers.ChatCompletions {
-		return nil, gwerr.BadRequest("", "Anthropic has no %s endpoint: send the request to /v1/chat/completions", c.Endpoint.Path())
+	var body []byte
+	switch c.Endpoint {
+	case providers.ChatCompletions:
+		in, err := c.Chat()
+		if err != nil {
+			return nil, err
+		}
+		if body, _, err = anthropicmsg.Request(in, anthropicmsg.RequestOptions{Stream: &c.Stream}); err != nil {
+			return nil, err
+		}
+	case providers.Messages, providers.MessagesCountTokens:
+		body = c.Body // the caller's own Messages body (messages.go)
+	default:
+		return nil, gwerr.BadRequest("", "Anthropic has no %s endpoint: send the request to /v1/chat/completions or /v1/messages", c.Endpoint.Path())
 	}
-	in, err := c.Chat()
-	if err != nil {
-		return nil, err
-	}
-	body, _, err := anthropicmsg.Request(in, anthropicmsg.RequestOptions{Stream: &c.Stream})
-	if err != nil {
-		return nil, err
-	}
-	req, err := providers.PostJSON(ctx, t, c, baseURL(t)+"/messages", body)
+	req, err := providers.PostJSON(ctx, t, c, baseURL(t)+messagesPath(c.Endpoint), body)
 	if err != nil {
 		return nil, err
 	}

@@ -93,7 +93,7 @@ func resolveOpenAI(t *providers.Target, c *providers.Call, path string, header f
 	if err != nil {
 		return address{}, err
 	}
-	dep, version, err := pickDeployment(t, c.Body, header)
+	dep, version, err := pickDeploymentBy(t, func() string { return callModel(c) }, header)
 	if err != nil {
 		return address{}, err
 	}
@@ -146,7 +146,7 @@ func resourceBase(t *providers.Target, header func(string) string) (string, *gwe
 // resolveInference addresses an Azure AI model inference endpoint given as custom_host
 // (https://{resource}.services.ai.azure.com/models): it routes on the body's model, which names the deployment.
 func resolveInference(t *providers.Target, c *providers.Call, path string, header func(string) string) (address, *gwerr.Error) {
-	dep, version, err := pickDeployment(t, c.Body, header)
+	dep, version, err := pickDeploymentBy(t, func() string { return callModel(c) }, header)
 	if err != nil {
 		return address{}, err
 	}
@@ -222,6 +222,12 @@ func need(field, value, what string) *gwerr.Error {
 //  3. the deployments item marked is_default, else the first;
 //  4. header x-gateway-cloudx-deployment-id.
 func pickDeployment(t *providers.Target, body []byte, header func(string) string) (id, version string, err *gwerr.Error) {
+	return pickDeploymentBy(t, func() string { return modelOf(body) }, header)
+}
+
+// pickDeploymentBy is pickDeployment with the call's model read by bodyModel, only when a deployments list
+// needs it (a multipart upload's model is a form field, not a JSON member: callModel).
+func pickDeploymentBy(t *providers.Target, bodyModel func() string, header func(string) string) (id, version string, err *gwerr.Error) {
 	var list []deployment
 	if raw := t.Fields["deployments"]; len(raw) > 0 && string(raw) != "null" {
 		if json.Unmarshal(raw, &list) != nil {
@@ -230,7 +236,7 @@ func pickDeployment(t *providers.Target, body []byte, header func(string) string
 		list = usable(list)
 	}
 	if len(list) > 0 {
-		model := modelOf(body)
+		model := bodyModel()
 		if model == "" {
 			model = header(headerModelName)
 		}

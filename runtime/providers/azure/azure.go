@@ -35,7 +35,7 @@ func (Adapter) NewRequest(ctx context.Context, t *providers.Target, c *providers
 		return nil, gerr
 	}
 	body := c.Body
-	if a.model != "" {
+	if a.model != "" && c.ContentType == "" { // an upload goes as it is: its model field names the deployment
 		if body, gerr = withModel(body, a.model); gerr != nil {
 			return nil, gerr
 		}

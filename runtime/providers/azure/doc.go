@@ -12,7 +12,9 @@
 //
 // Azure OpenAI resource (no cloudx_deployment_type / cloudx_deployment_name / cloudx_endpoint_name):
 //
-//	POST {base}/openai/deployments/{deployment}/chat/completions?api-version={version}   (also /completions, /embeddings)
+//	POST {base}/openai/deployments/{deployment}/chat/completions?api-version={version}   (also /completions, /embeddings,
+//	     and the media endpoints Azure serves, media.go: /images/generations, /audio/speech, /audio/transcriptions,
+//	     /audio/translations; an upload's model field stands for the body's "model" and the upload goes unchanged)
 //	base       custom_host when given, else https://{resource}.openai.azure.com
 //	resource   resource_name, else header x-gateway-cloudx-resource-name (one DNS label)
 //	deployment 1. the deployments item whose alias equals the body's "model" (or, when the body has none,

@@ -76,6 +76,8 @@ const (
 //	chat completions          POST {base}/model/{modelId}/converse
 //	chat completions, stream  POST {base}/model/{modelId}/converse-stream
 //	embeddings                POST {base}/model/{modelId}/invoke
+//	messages (Claude)         POST {base}/model/{modelId}/invoke
+//	messages (Claude), stream POST {base}/model/{modelId}/invoke-with-response-stream
 //
 // where base is https://bedrock-runtime.{region}.amazonaws.com or the custom_host, and modelId is the request's
 // model, every byte but the unreserved ones percent-encoded (model ids hold ':' and inference-profile ARNs '/').
@@ -100,8 +102,14 @@ func (a *Adapter) NewRequest(ctx context.Context, t *providers.Target, c *provid
 	case providers.Embeddings:
 		body, model, err = translateEmbeddingsRequest(c.Body)
 		op = "invoke"
+	case providers.Messages: // a Claude model's, as the caller sent it (messages.go)
+		body, model, err = messagesRequest(c)
+		op = "invoke"
+		if c.Stream {
+			op, accept = "invoke-with-response-stream", mimeEventStream
+		}
 	default:
-		return nil, gwerr.BadRequest("", "bedrock serves /v1/chat/completions and /v1/embeddings, not %s", c.Endpoint.Path())
+		return nil, gwerr.BadRequest("", "bedrock serves /v1/chat/completions, /v1/embeddings and (Claude models) /v1/messages, not %s", c.Endpoint.Path())
 	}
 	if err != nil {
 		return nil, err

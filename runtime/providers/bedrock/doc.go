@@ -7,6 +7,9 @@
 //     every message and bounding its size (MaxMessageLen);
 //   - embeddings ↔ InvokeModel (POST {base}/model/{modelId}/invoke) for Titan text embeddings
 //     (amazon.titan-embed-*) and Cohere Embed (cohere.embed-*);
+//   - Anthropic's Messages requests for Claude models → InvokeModel / InvokeModelWithResponseStream as the
+//     caller wrote them (messages.go, NativeMessages), the streamed answer's event stream turned into
+//     Anthropic's server-sent events;
 //   - Bedrock error bodies ({"message"}) ↔ OpenAI's error shape, the raw body kept in error.provider_error;
 //   - authentication: AWS Signature Version 4 (service "bedrock", the signer of github.com/aws/aws-sdk-go-v2)
 //     with the cloudz_* config fields or the x-gateway-cloudz-* headers (config wins), or a Bedrock API key

@@ -11,4 +11,6 @@
 // adapter. Chat requests are decoded once through providers.Call.Chat and handed to gemini decoded.
 //
 // Its descriptor declares the identifier google and the default base URL; it reads no provider fields.
+//
+// models.go lists the Gemini API's models (models.list) in OpenAI's shape (providers.ModelLister).
 package google

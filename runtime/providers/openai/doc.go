@@ -5,5 +5,9 @@
 //
 // It registers one descriptor per provider above (Compatible: identifier, default base URL, keyless for the local
 // ones) with the fields it reads, llmvendor_organization and llmvendor_project, which address the target; the
-// alias llmvendor is openai's.
+// alias llmvendor is openai's. Each provider's row also lists the media endpoints it serves at its base URL
+// (images, audio, moderations, rerank; media.go, from each provider's API reference); openai serves them all.
+//
+// models.go: GET {base}/models, passed through (providers.ModelLister), and which providers take
+// stream_options.include_usage, which the engine sets on every streamed chat completion (providers.StreamUsageAsker).
 package openai

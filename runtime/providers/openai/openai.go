@@ -15,19 +15,23 @@ import (
 var Compatible = []struct {
 	ID, BaseURL string
 	Keyless     bool // runs on the operator's machine: no API key
+	// Media are the endpoints beyond chat, completions, embeddings and responses that the provider serves in
+	// OpenAI's shape at its base URL, as its API reference documents them (media.go); a call of another one is
+	// a 400 from the gateway.
+	Media []providers.Endpoint
 }{
-	{"openai", "https://api.openai.com/v1", false},
-	{"groq", "https://api.groq.com/openai/v1", false},
-	{"mistral-ai", "https://api.mistral.ai/v1", false},
-	{"together-ai", "https://api.together.xyz/v1", false},
-	{"deepseek", "https://api.deepseek.com/v1", false},
-	{"fireworks-ai", "https://api.fireworks.ai/inference/v1", false},
-	{"openrouter", "https://openrouter.ai/api/v1", false},
-	{"perplexity-ai", "https://api.perplexity.ai", false},
-	{"ollama", "http://localhost:11434/v1", true},
-	{"vllm", "http://localhost:8000/v1", true},
-	{"lm-studio", "http://localhost:1234/v1", true},
-	{"x-ai", "https://api.x.ai/v1", false},
+	{"openai", "https://api.openai.com/v1", false, providers.MediaEndpoints},
+	{"groq", "https://api.groq.com/openai/v1", false, groqMedia},
+	{"mistral-ai", "https://api.mistral.ai/v1", false, mistralMedia},
+	{"together-ai", "https://api.together.xyz/v1", false, togetherMedia},
+	{"deepseek", "https://api.deepseek.com/v1", false, nil},
+	{"fireworks-ai", "https://api.fireworks.ai/inference/v1", false, nil},
+	{"openrouter", "https://openrouter.ai/api/v1", false, openrouterMedia},
+	{"perplexity-ai", "https://api.perplexity.ai", false, nil},
+	{"ollama", "http://localhost:11434/v1", true, ollamaMedia},
+	{"vllm", "http://localhost:8000/v1", true, vllmMedia},
+	{"lm-studio", "http://localhost:1234/v1", true, nil},
+	{"x-ai", "https://api.x.ai/v1", false, xaiMedia},
 }
 
 // Fields are the provider fields NewRequest reads. They select an OpenAI organization or project, whose
@@ -40,8 +44,9 @@ var Fields = []providers.Field{
 func init() {
 	for _, p := range Compatible {
 		native := slices.Contains(NativeResponses, p.ID)
+		media := providers.NewEndpointSet(p.Media...)
 		d := providers.Descriptor{ID: p.ID, BaseURL: p.BaseURL, Fields: Fields, Keyless: p.Keyless,
-			New: func() providers.Adapter { return Adapter{responses: native} }}
+			New: func() providers.Adapter { return Adapter{responses: native, media: media} }}
 		if p.ID == "openai" {
 			d.Aliases = []string{"llmvendor"}
 		}
@@ -56,7 +61,8 @@ var NativeResponses = []string{"openai"}
 // Adapter calls OpenAI and OpenAI-compatible providers. The caller's body goes upstream as it is: both sides
 // speak the same format, so nothing is decoded or re-encoded.
 type Adapter struct {
-	responses bool // the provider serves /responses (NativeResponses)
+	responses bool                  // the provider serves /responses (NativeResponses)
+	media     providers.EndpointSet // the media endpoints it serves (Compatible's Media)
 }
 
 var (

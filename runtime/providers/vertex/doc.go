@@ -2,7 +2,8 @@
 // the HTTP requests of Gemini models published on Vertex AI (generateContent, streamGenerateContent with
 // server-sent events, :predict for text embeddings), of Anthropic models published there (rawPredict and
 // streamRawPredict), authenticates them, and hands the translation of bodies to runtime/providers/internal/gemini
-// and runtime/internal/anthropicmsg.
+// and runtime/internal/anthropicmsg. Anthropic's own Messages requests for Claude models go to rawPredict as the
+// caller wrote them (messages.go, NativeMessages).
 //
 // Addressing. URLs are {base}/v1/projects/{project}/locations/{region}/publishers/google/models/{model}:{method};
 // models whose name starts with "claude" go to publishers/anthropic; a model named "endpoints/{id}" (a tuned or

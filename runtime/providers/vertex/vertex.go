@@ -80,6 +80,12 @@ func (a *Adapter) NewRequest(ctx context.Context, t *providers.Target, c *provid
 		if c.Stream {
 			method = ":streamGenerateContent?alt=sse"
 		}
+	case providers.Messages: // a Claude model's, as the caller sent it (messages.go)
+		body, model, err = messagesRequest(c)
+		resource, method = "publishers/anthropic/models/", ":rawPredict"
+		if c.Stream {
+			method = ":streamRawPredict"
+		}
 	case providers.Embeddings:
 		var in *schema.EmbeddingsRequest
 		if in, err = schema.DecodeEmbeddings(c.Body); err != nil {
@@ -91,7 +97,7 @@ func (a *Adapter) NewRequest(ctx context.Context, t *providers.Target, c *provid
 			return nil, gwerr.BadRequest("model", "%s is a chat model; Vertex AI embeds text with its text embedding models", model)
 		}
 	default:
-		return nil, gwerr.BadRequest("", "vertex-ai does not serve %s; use /chat/completions or /embeddings", c.Endpoint.Path())
+		return nil, gwerr.BadRequest("", "vertex-ai does not serve %s; use /chat/completions, /embeddings or (Claude models) /messages", c.Endpoint.Path())
 	}
 	if err != nil {
 		return nil, err
