@@ -42,6 +42,7 @@ func checkAnthropicError(t *testing.T, a answer, status int, typ, message string
 	}
 	var members map[string]json.RawMessage
 	json.Unmarshal(a.body, &members)
+	delete(members, "hook_results") // a guardrail's deny keeps its verdicts beside the envelope
 	if len(members) != 2 {
 		t.Errorf("error envelope has other members: %s", a.body)
 	}
@@ -516,6 +517,9 @@ func TestMessagesGuardrailsAndCache(t *testing.T) {
 			a := f.message(t, "/v1/messages", tc.body, HeaderConfig, tc.config)
 			if tc.status == 446 {
 				checkAnthropicError(t, a, 446, "invalid_request_error", "denied by a guardrail")
+				if !strings.Contains(tc.name, "stream") && !strings.Contains(string(a.body), `"hook_results":{`) {
+					t.Errorf("the deny lost its hook_results: %s", a.body)
+				}
 				return
 			}
 			if a.status != tc.status || !strings.Contains(string(a.body), tc.want) {
@@ -547,5 +551,31 @@ func TestRelayBrokenMessagesStream(t *testing.T) {
 	got, err := io.ReadAll(r)
 	if err != nil || !strings.HasPrefix(string(got), "data: a\n\n\nevent: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"api_error\",\"message\":\"the provider's stream broke off: connection reset\"}}\n\n") {
 		t.Fatalf("broken stream: %q, %v", got, err)
+	}
+}
+
+// TestMessagesTranslatedStreamBreaksWithOneErrorEvent: a translated stream whose upstream breaks off gives the
+// caller exactly one Anthropic error event (the translation's), not a second one from the relay.
+func TestMessagesTranslatedStreamBreaksWithOneErrorEvent(t *testing.T) {
+	f := newFixture(t, Options{})
+	up := newUpstream(t, func(w http.ResponseWriter, r *http.Request, _ int64) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		events := strings.SplitAfter(chatChunks, "\n\n")
+		for _, ev := range events[:3] {
+			io.WriteString(w, ev)
+			w.(http.Flusher).Flush()
+		}
+		panic(http.ErrAbortHandler) // the connection breaks mid-stream
+	})
+	f.storeProvider(t, "oai", "openai", up.URL+"/v1")
+	a := f.message(t, "/v1/messages", strings.Replace(messageBody, `"max_tokens":256`, `"max_tokens":256,"stream":true`, 1), HeaderVirtualKey, "oai")
+	if a.status != 200 {
+		t.Fatalf("%d %s", a.status, a.body)
+	}
+	if n := strings.Count(string(a.body), "event: error"); n != 1 {
+		t.Fatalf("%d error events, want 1:\n%s", n, a.body)
+	}
+	if strings.Contains(string(a.body), "message_stop") {
+		t.Fatalf("a broken stream must not end with message_stop:\n%s", a.body)
 	}
 }

@@ -229,3 +229,25 @@ func BenchmarkPortkeyHeaders(b *testing.B) {
 		}
 	})
 }
+
+// TestPortkeyHeadersAreNeverForwarded: forward_headers cannot send a Portkey header (which may carry the
+// gateway key) upstream, as it cannot send an x-gateway-* one.
+func TestPortkeyHeadersAreNeverForwarded(t *testing.T) {
+	f := newFixture(t, Options{})
+	up := newUpstream(t, nil)
+	a := f.do(t, "POST", "/v1/chat/completions", chatBody, "Content-Type", "application/json",
+		"x-portkey-api-key", f.plain, HeaderProvider, "openai", HeaderCustomHost, up.URL+"/v1", "Authorization", "Bearer sk",
+		HeaderForward, "x-portkey-api-key,X-Portkey-Trace-Id,x-team", "x-portkey-trace-id", "t-1", "x-team", "blue")
+	if a.status != 200 {
+		t.Fatalf("%d %s", a.status, a.body)
+	}
+	r, _ := up.lastRequest()
+	if r.Header.Get("X-Team") != "blue" {
+		t.Fatalf("a named caller header was not forwarded: %v", r.Header)
+	}
+	for name := range r.Header {
+		if strings.HasPrefix(strings.ToLower(name), "x-portkey-") || strings.HasPrefix(strings.ToLower(name), "x-gateway-") {
+			t.Fatalf("%s went upstream", name)
+		}
+	}
+}

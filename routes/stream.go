@@ -119,7 +119,9 @@ func (r *sseRelay) Read(p []byte) (int, error) {
 				r.ended = true
 				if !errors.Is(err, io.EOF) {
 					r.err = err
-					r.tail = brokenStreamEvent(r.messages, err)
+					if !r.messages || !runtime.MessagesErrorEventSent(err) {
+						r.tail = brokenStreamEvent(r.messages, err)
+					}
 				}
 			}
 			continue

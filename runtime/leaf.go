@@ -285,7 +285,8 @@ func configParam(n *config.Node, field string) string {
 }
 
 // forwardHeaders copies the caller's headers that the config's forward_headers (or else the
-// x-gateway-forward-headers header) names. Gateway headers never go upstream, whatever the list says.
+// x-gateway-forward-headers header) names. Gateway headers (gatewayHeader) never go upstream, whatever the list
+// says.
 func forwardHeaders(req *Request, n *config.Node) http.Header {
 	names := n.ForwardHeaders
 	if names == nil {
@@ -296,7 +297,7 @@ func forwardHeaders(req *Request, n *config.Node) http.Header {
 	}
 	h := make(http.Header, len(names))
 	for _, name := range names {
-		if len(name) >= 10 && strings.EqualFold(name[:10], "x-gateway-") {
+		if gatewayHeader(name) {
 			continue
 		}
 		if v := req.Header(name); v != "" {
@@ -304,6 +305,13 @@ func forwardHeaders(req *Request, n *config.Node) http.Header {
 		}
 	}
 	return h
+}
+
+// gatewayHeader reports a header of the gateway's own, x-gateway-* or its Portkey twin x-portkey-* (which may
+// carry the gateway key): never forwarded, whatever forward_headers lists.
+func gatewayHeader(name string) bool {
+	return len(name) >= 10 && strings.EqualFold(name[:10], "x-gateway-") ||
+		len(name) >= 10 && strings.EqualFold(name[:10], "x-portkey-")
 }
 
 // patchBody applies override_params to the caller's body, in one pass that keeps every other byte

@@ -3,9 +3,11 @@ package runtime
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 
+	"github.com/llmgw/gateway/runtime/gwerr"
 	"github.com/llmgw/gateway/runtime/internal/anthropicmsg"
 	"github.com/llmgw/gateway/runtime/providers"
 	"github.com/llmgw/gateway/runtime/schema"
@@ -203,7 +205,17 @@ func messagesErrorAnswer(req *Request, resp *Response) {
 	if resp.Stream != nil || (resp.Status >= 200 && resp.Status < 300) || anthropicError(resp.Body) {
 		return
 	}
-	resp.Body = anthropicmsg.ErrorFromChat(resp.Status, resp.Body)
+	body := anthropicmsg.ErrorFromChat(resp.Status, resp.Body)
+	// A guardrail's 446 keeps its verdicts: Anthropic's envelope has no place for them, so they go beside it, where
+	// Anthropic's SDKs ignore them and a caller who looks finds them.
+	var denied struct {
+		HookResults json.RawMessage `json:"hook_results"`
+	}
+	if resp.Status == gwerr.StatusHooksFailed && json.Unmarshal(resp.Body, &denied) == nil && len(denied.HookResults) > 0 &&
+		len(body) > 0 && body[len(body)-1] == '}' {
+		body = append(append(append(body[:len(body)-1], `,"hook_results":`...), denied.HookResults...), '}')
+	}
+	resp.Body = body
 	h := resp.Header.Clone() // the header may be shared (jsonContentType)
 	if h == nil {
 		h = make(http.Header, 1)
@@ -216,4 +228,10 @@ func messagesErrorAnswer(req *Request, resp *Response) {
 // Messages endpoints in the shape Anthropic's SDKs read.
 func MessagesErrorBody(status int, message string) []byte {
 	return anthropicmsg.ErrorBody(status, message)
+}
+
+// MessagesErrorEventSent reports a broken Messages stream that has already given the caller its "error"
+// event (a translated stream does), so that the relay adds none of its own.
+func MessagesErrorEventSent(err error) bool {
+	return errors.Is(err, anthropicmsg.ErrErrorEventSent)
 }

@@ -509,5 +509,15 @@ func (s *chatStream) complete() {
 // fail ends the stream with an error event; Read returns err once the events before it are read.
 func (s *chatStream) fail(typ, message string, err error) {
 	s.out = append(appendErrorBody(append(s.out, "event: error\ndata: "...), typ, message), "\n\n"...)
-	s.err = err
+	s.err = errorEventSent{err}
 }
+
+// ErrErrorEventSent is matched (errors.Is) by the error Read returns after the stream's own "error" event went
+// out, so that whoever relays the stream does not add a second one.
+var ErrErrorEventSent = errors.New("the stream's error event was sent")
+
+// errorEventSent is a stream's failure whose error event the caller has already been given.
+type errorEventSent struct{ err error }
+
+func (e errorEventSent) Error() string { return e.err.Error() }
+func (e errorEventSent) Unwrap() []error { return []error{e.err, ErrErrorEventSent} }
