@@ -519,5 +519,5 @@ var ErrErrorEventSent = errors.New("the stream's error event was sent")
 // errorEventSent is a stream's failure whose error event the caller has already been given.
 type errorEventSent struct{ err error }
 
-func (e errorEventSent) Error() string { return e.err.Error() }
+func (e errorEventSent) Error() string   { return e.err.Error() }
 func (e errorEventSent) Unwrap() []error { return []error{e.err, ErrErrorEventSent} }
