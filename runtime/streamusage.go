@@ -62,10 +62,26 @@ func hideUsageChunks(src io.ReadCloser) *usageHider {
 	return &usageHider{src: src, br: bufio.NewReaderSize(src, usageHiderBuffer)}
 }
 
+// Read hands over every line already buffered, not one line a call: the relay above flushes when no further
+// event is waiting, and a reader that gave a line at a time would make it flush (a write to the caller) on
+// every line. It never waits for more once it has something to return.
 func (h *usageHider) Read(p []byte) (int, error) {
-	for len(h.pending) == 0 {
+	n := 0
+	for n < len(p) {
+		if len(h.pending) > 0 {
+			c := copy(p[n:], h.pending)
+			h.pending = h.pending[c:]
+			n += c
+			continue
+		}
 		if h.err != nil {
+			if n > 0 {
+				return n, nil
+			}
 			return 0, h.err
+		}
+		if n > 0 && !h.lineBuffered() {
+			break
 		}
 		line, err := h.br.ReadSlice('\n')
 		long := errors.Is(err, bufio.ErrBufferFull)
@@ -78,9 +94,13 @@ func (h *usageHider) Read(p []byte) (int, error) {
 		h.cont = long
 		h.pending, h.err = line, err
 	}
-	n := copy(p, h.pending)
-	h.pending = h.pending[n:]
 	return n, nil
+}
+
+// lineBuffered reports whether a whole line is buffered, so that reading it will not wait.
+func (h *usageHider) lineBuffered() bool {
+	buffered, _ := h.br.Peek(h.br.Buffered())
+	return bytes.IndexByte(buffered, '\n') >= 0
 }
 
 func (h *usageHider) Close() error { return h.src.Close() }

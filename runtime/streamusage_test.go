@@ -95,6 +95,17 @@ func TestUsageHider(t *testing.T) {
 	}
 }
 
+// TestUsageHiderHandsOverWhatIsBuffered: events that arrived together leave in one Read, so that the relay's
+// flush-when-nothing-waits rule sees them together (one write to the caller, not one per line).
+func TestUsageHiderHandsOverWhatIsBuffered(t *testing.T) {
+	h := hideUsageChunks(io.NopCloser(strings.NewReader(openAIStream)))
+	buf := make([]byte, 64<<10)
+	n, err := h.Read(buf)
+	if err != nil || string(buf[:n]) != callerStream {
+		t.Fatalf("one Read gave %q, %v; want every buffered event: %q", buf[:n], err, callerStream)
+	}
+}
+
 // BenchmarkUsageHider is the cost of hiding the usage chunk, per chunk of a 100-chunk stream: nothing
 // allocated but the stream's buffer.
 func BenchmarkUsageHider(b *testing.B) {
