@@ -2,7 +2,6 @@ package routes
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 
+	"github.com/llmgw/gateway/internal/sse"
 	"github.com/llmgw/gateway/runtime"
 	"github.com/llmgw/gateway/runtime/gwerr"
 	"github.com/llmgw/gateway/runtime/providers"
@@ -42,10 +42,7 @@ func (b bufferedLines) ReadLine() ([]byte, error) {
 	return line, err
 }
 
-func (b bufferedLines) LineBuffered() bool {
-	buffered, _ := b.br.Peek(b.br.Buffered())
-	return bytes.IndexByte(buffered, '\n') >= 0
-}
+func (b bufferedLines) LineBuffered() bool { return sse.LineBuffered(b.br) }
 
 // errCallerGone reports that the caller closed the connection mid-stream.
 var errCallerGone = errors.New("caller went away")

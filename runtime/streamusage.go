@@ -7,6 +7,7 @@ import (
 	"io"
 
 	"github.com/llmgw/gateway/internal/jsonstr"
+	"github.com/llmgw/gateway/internal/sse"
 	"github.com/llmgw/gateway/runtime/providers"
 )
 
@@ -97,11 +98,7 @@ func (h *usageHider) Read(p []byte) (int, error) {
 	return n, nil
 }
 
-// lineBuffered reports whether a whole line is buffered, so that reading it will not wait.
-func (h *usageHider) lineBuffered() bool {
-	buffered, _ := h.br.Peek(h.br.Buffered())
-	return bytes.IndexByte(buffered, '\n') >= 0
-}
+func (h *usageHider) lineBuffered() bool { return sse.LineBuffered(h.br) }
 
 func (h *usageHider) Close() error { return h.src.Close() }
 

@@ -9,6 +9,7 @@ import (
 	"strconv"
 
 	"github.com/llmgw/gateway/internal/jsonstr"
+	"github.com/llmgw/gateway/internal/sse"
 	"github.com/llmgw/gateway/runtime/schema"
 )
 
@@ -83,16 +84,25 @@ type chunkIn struct {
 	} `json:"error"`
 }
 
+// Read hands over what every chunk already buffered makes, and waits only when it has nothing (package sse).
 func (s *stream) Read(p []byte) (int, error) {
-	for s.off == len(s.out) {
-		if s.finished {
-			return 0, io.EOF
+	n := 0
+	for n < len(p) {
+		if s.off < len(s.out) {
+			c := copy(p[n:], s.out[s.off:])
+			s.off += c
+			n += c
+			continue
+		}
+		if s.finished || n > 0 && s.started && !sse.LineBuffered(s.br) {
+			break
 		}
 		s.out, s.off = s.out[:0], 0
 		s.step()
 	}
-	n := copy(p, s.out[s.off:])
-	s.off += n
+	if n == 0 && s.finished && len(p) > 0 {
+		return 0, io.EOF
+	}
 	return n, nil
 }
 

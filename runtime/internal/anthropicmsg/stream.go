@@ -9,6 +9,7 @@ import (
 	"io"
 	"sync"
 
+	"github.com/llmgw/gateway/internal/sse"
 	"github.com/llmgw/gateway/runtime/schema"
 )
 
@@ -84,19 +85,25 @@ type stream struct {
 // toolSlot maps an Anthropic content block index to the OpenAI tool call index.
 type toolSlot struct{ block, call int }
 
+// Read hands over what every event already buffered makes, and waits only when it has nothing (package sse).
 func (s *stream) Read(p []byte) (int, error) {
-	if len(p) == 0 {
-		return 0, nil
-	}
-	for s.off >= len(s.out) {
-		if s.err != nil {
-			return 0, s.err
+	n := 0
+	for n < len(p) {
+		if s.off < len(s.out) {
+			c := copy(p[n:], s.out[s.off:])
+			s.off += c
+			n += c
+			continue
+		}
+		if s.err != nil || n > 0 && !sse.LineBuffered(s.br) {
+			break
 		}
 		s.out, s.off = s.out[:0], 0
 		s.err = s.step()
 	}
-	n := copy(p, s.out[s.off:])
-	s.off += n
+	if n == 0 && s.err != nil && len(p) > 0 {
+		return 0, s.err
+	}
 	return n, nil
 }
 

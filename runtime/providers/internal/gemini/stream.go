@@ -9,6 +9,7 @@ import (
 	"io"
 	"strings"
 
+	"github.com/llmgw/gateway/internal/sse"
 	"github.com/llmgw/gateway/runtime/schema"
 )
 
@@ -69,16 +70,25 @@ type candState struct {
 	blockKind byte // 't' text, 'k' thinking, 0 none yet
 }
 
+// Read hands over what every event already buffered makes, and waits only when it has nothing (package sse).
 func (s *streamReader) Read(p []byte) (int, error) {
-	for s.off == len(s.out) {
-		if s.err != nil {
-			return 0, s.err
+	n := 0
+	for n < len(p) {
+		if s.off < len(s.out) {
+			c := copy(p[n:], s.out[s.off:])
+			s.off += c
+			n += c
+			continue
+		}
+		if s.err != nil || n > 0 && !sse.LineBuffered(s.in) {
+			break
 		}
 		s.out, s.off = s.out[:0], 0
 		s.step()
 	}
-	n := copy(p, s.out[s.off:])
-	s.off += n
+	if n == 0 && s.err != nil && len(p) > 0 {
+		return 0, s.err
+	}
 	return n, nil
 }
 
