@@ -539,9 +539,85 @@ func TestMessagesGuardrailsAndCache(t *testing.T) {
 	if first.status != 200 || second.header.Get(HeaderCacheStatus) != "HIT" || string(second.body) != string(first.body) || up.calls.Load() != calls {
 		t.Fatalf("cache: %s then %s %s", first.header.Get(HeaderCacheStatus), second.header.Get(HeaderCacheStatus), second.body)
 	}
+	// The whole answer serves a streamed request too, replayed as Anthropic's events.
+	var whole struct {
+		Content []struct{ Text string } `json:"content"`
+	}
+	if json.Unmarshal(first.body, &whole) != nil || len(whole.Content) != 1 {
+		t.Fatalf("first answer %s", first.body)
+	}
 	stream := f.message(t, "/v1/messages", strings.Replace(body, `"max_tokens":9`, `"max_tokens":9,"stream":true`, 1), HeaderConfig, cached)
-	if stream.status != 200 || stream.header.Get(HeaderCacheStatus) != "DISABLED" || !strings.HasSuffix(string(stream.body), "event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n") {
+	if stream.status != 200 || stream.header.Get(HeaderCacheStatus) != "HIT" || up.calls.Load() != calls ||
+		messagesText(t, stream.body) != whole.Content[0].Text || !strings.HasSuffix(string(stream.body), "event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n") {
 		t.Fatalf("a streamed request with a cache: %s\n%s", stream.header.Get(HeaderCacheStatus), stream.body)
+	}
+}
+
+// messagesText is the text of a Messages event stream's text_delta events.
+func messagesText(t *testing.T, body []byte) string {
+	t.Helper()
+	var text string
+	for _, ev := range parseSSE(t, body) {
+		if d, _ := ev.data["delta"].(map[string]any); ev.name == "content_block_delta" && d["type"] == "text_delta" {
+			text += d["text"].(string)
+		}
+	}
+	return text
+}
+
+// TestMessagesStreamCache: a streamed Messages answer is recorded into the whole message: an identical
+// streamed request is a HIT replayed as events, and a request without stream a HIT with the whole message;
+// from a native Anthropic upstream and from a translated (OpenAI-format) stream alike.
+func TestMessagesStreamCache(t *testing.T) {
+	f := newFixture(t, Options{})
+	native := anthropicNative(t)
+	f.storeProvider(t, "claude", "anthropic", native.URL+"/v1")
+	translated := newUpstream(t, func(w http.ResponseWriter, r *http.Request, _ int64) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		for _, ev := range strings.SplitAfter(chatChunks, "\n\n") {
+			io.WriteString(w, ev)
+			w.(http.Flusher).Flush()
+		}
+	})
+	f.storeProvider(t, "oai", "openai", translated.URL+"/v1")
+	tests := []struct {
+		name, provider, model string
+		up                    *upstream
+		want                  string // the whole message the stream stands for
+	}{
+		{"native", "claude", "claude-sonnet-4-5", native,
+			`{"id":"msg_s1","type":"message","role":"assistant","content":[{"type":"text","text":"Sunny"}],"model":"claude-sonnet-4-5",` +
+				`"stop_reason":"end_turn","stop_sequence":null,"usage":{"input_tokens":9,"output_tokens":3}}`},
+		{"translated", "oai", "gpt-4o-mini", translated,
+			`{"id":"msg_9","type":"message","role":"assistant","model":"gpt-4o-mini","content":[{"type":"text","text":"Sunny"}],` +
+				`"stop_reason":"end_turn","stop_sequence":null,"usage":{"input_tokens":7,"output_tokens":2}}`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			config := `{"provider":"@` + tc.provider + `","cache":{"mode":"simple"}}`
+			body := `{"model":"` + tc.model + `","max_tokens":9,"stream":true,"messages":[{"role":"user","content":"Stream me"}]}`
+			calls := tc.up.calls.Load()
+			first := f.message(t, "/v1/messages", body, HeaderConfig, config)
+			if first.status != 200 || first.header.Get(HeaderCacheStatus) != "MISS" || messagesText(t, first.body) != "Sunny" || tc.up.calls.Load() != calls+1 {
+				t.Fatalf("first: %d %s\n%s", first.status, first.header.Get(HeaderCacheStatus), first.body)
+			}
+			second := f.message(t, "/v1/messages", body, HeaderConfig, config)
+			if second.status != 200 || second.header.Get(HeaderCacheStatus) != "HIT" || !strings.HasPrefix(second.header.Get("Content-Type"), "text/event-stream") {
+				t.Fatalf("second: %d %s %v\n%s", second.status, second.header.Get(HeaderCacheStatus), second.header, second.body)
+			}
+			events := parseSSE(t, second.body)
+			if got, want := eventNames(events), "message_start ping content_block_start content_block_delta content_block_stop message_delta message_stop"; got != want {
+				t.Errorf("replayed events %s, want %s", got, want)
+			}
+			if text := messagesText(t, second.body); text != "Sunny" || tc.up.calls.Load() != calls+1 {
+				t.Errorf("replayed text %q, upstream calls %d, want one", text, tc.up.calls.Load()-calls)
+			}
+			whole := f.message(t, "/v1/messages", strings.Replace(body, `"stream":true,`, "", 1), HeaderConfig, config)
+			if whole.status != 200 || whole.header.Get(HeaderCacheStatus) != "HIT" || tc.up.calls.Load() != calls+1 {
+				t.Fatalf("without stream: %d %s\n%s", whole.status, whole.header.Get(HeaderCacheStatus), whole.body)
+			}
+			jsonEqualText(t, "the whole message", whole.body, []byte(tc.want))
+		})
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 
 	"github.com/llmgw/gateway/runtime/cache"
 	"github.com/llmgw/gateway/runtime/config"
+	"github.com/llmgw/gateway/runtime/internal/anthropicmsg"
 	"github.com/llmgw/gateway/runtime/providers"
 	"github.com/llmgw/gateway/runtime/responses"
 	"github.com/llmgw/gateway/storage"
@@ -36,6 +37,8 @@ type cacheStep struct {
 	// responses: the answer is a responses API object or event stream (runtime/responses records and
 	// replays those), not a chat completion's.
 	responses bool
+	// messages: the answer is an Anthropic message or event stream (anthropicmsg records and replays those).
+	messages bool
 
 	// Semantic mode: the partition and the query's embedding, stored beside the answer.
 	semantic  bool
@@ -44,10 +47,11 @@ type cacheStep struct {
 }
 
 // cacheable reports whether answers of the endpoint can be cached: chat and text completions, embeddings,
-// responses, and the JSON media endpoints (image generations, moderations, rerank); never uploads or audio.
+// responses, Anthropic's messages, and the JSON media endpoints (image generations, moderations, rerank); never
+// uploads or audio.
 func cacheable(ep providers.Endpoint) bool {
 	switch ep {
-	case providers.ChatCompletions, providers.Completions, providers.Embeddings, providers.Responses,
+	case providers.ChatCompletions, providers.Completions, providers.Embeddings, providers.Responses, providers.Messages,
 		providers.ImagesGenerations, providers.Moderations, providers.Rerank:
 		return true
 	}
@@ -55,10 +59,10 @@ func cacheable(ep providers.Endpoint) bool {
 }
 
 // cacheOn reports whether the target's answer to the request goes through the cache: its config enables one,
-// the request has a workspace, and the endpoint's answers can be cached. Anthropic's Messages answers are
-// cached whole; their streams are not (the cache records and replays only chat chunks and responses events).
+// the request has a workspace, and the endpoint's answers can be cached. Streams are recorded into the whole
+// answer they stand for, and replayed from it (chat chunks, responses events, Anthropic's message events).
 func cacheOn(n *config.Node, req *Request) bool {
-	return n.Cache != nil && req.Key != nil && (cacheable(req.Endpoint) || req.Endpoint == providers.Messages && !req.Stream)
+	return n.Cache != nil && req.Key != nil && cacheable(req.Endpoint)
 }
 
 // keyedByAddress reports whether the cache's key of t needs the target's address (targetID) beside its base
@@ -97,7 +101,8 @@ func (e *Engine) cacheLookup(ctx context.Context, st *state, n *config.Node, t *
 	} else if out := e.cachedOutcome(req, ws, key, now, CacheHit); out != nil {
 		return nil, out // a hit needs no step: made after the lookup, it costs a hit nothing
 	}
-	step := &cacheStep{ws: ws, key: key, expires: now.Add(maxAge), status: status, responses: req.Endpoint == providers.Responses}
+	step := &cacheStep{ws: ws, key: key, expires: now.Add(maxAge), status: status, responses: req.Endpoint == providers.Responses,
+		messages: req.Endpoint == providers.Messages}
 	if n.Cache.Mode != "semantic" || req.Endpoint != providers.ChatCompletions {
 		return step, nil
 	}
@@ -143,9 +148,12 @@ func (e *Engine) cachedOutcome(req *Request, ws string, key cache.Key, now time.
 		return out
 	}
 	var stream io.ReadCloser
-	if req.Endpoint == providers.Responses {
+	switch req.Endpoint {
+	case providers.Responses:
 		stream, err = responses.Replay(a.Body)
-	} else {
+	case providers.Messages:
+		stream, err = anthropicmsg.Replay(a.Body)
+	default:
 		stream, err = cache.Replay(a.Body)
 	}
 	if err != nil {
@@ -178,6 +186,12 @@ func (s *cacheStep) store(e *Engine, out *outcome) {
 			if final != nil && json.Unmarshal(final, &head) == nil && head.Status != "failed" {
 				s.put(e, http.StatusOK, "application/json", final)
 			}
+		})
+		return
+	}
+	if s.messages {
+		out.stream.ReadCloser = anthropicmsg.Record(src, func(message []byte) {
+			s.put(e, http.StatusOK, "application/json", message)
 		})
 		return
 	}

@@ -15,9 +15,13 @@
 // and ErrorType the errors into Anthropic's envelope (ingress_errors.go). Their golden files are under
 // testdata/ingress.
 //
+// For the cache, Record assembles a Messages event stream as it passes into the whole message it stands for
+// (record.go, golden files under testdata/record), and Replay writes a stored message back as such a stream
+// (replay.go).
+//
 // It imports only the standard library, runtime/gwerr, runtime/schema, runtime/catalog (the token estimate
 // of CountTokens) and internal/jsonstr; it must not import runtime/providers or any adapter. Its functions
-// are safe for concurrent use; a reader returned by Stream or StreamFromChat belongs to one goroutine.
+// are safe for concurrent use; a reader returned by Stream, StreamFromChat or Record belongs to one goroutine.
 //
 // Example:
 //
