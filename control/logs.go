@@ -57,22 +57,11 @@ func (p *Plane) ListLogs(_ context.Context, caller Caller, f LogFilter) (*LogPag
 func (p *Plane) logQuery(caller Caller, f LogFilter) (storage.LogQuery, error) {
 	q := storage.LogQuery{WorkspaceID: caller.WorkspaceID, TraceID: f.TraceID, Status: f.Status, Provider: f.Provider,
 		Model: f.Model, From: f.From, To: f.To, Metadata: f.Metadata, After: f.After, Limit: f.Limit}
-	if f.AllWorkspaces {
-		q.WorkspaceID = ""
+	ws, err := p.logWorkspace(caller, f.AllWorkspaces, f.WorkspaceID)
+	if err != nil {
+		return q, err
 	}
-	if f.WorkspaceID != "" {
-		ws, err := p.store.Workspaces.Resolve(f.WorkspaceID)
-		if errors.Is(err, storage.ErrNotFound) {
-			return q, gwerr.NotFound("workspace", f.WorkspaceID)
-		}
-		if err != nil {
-			return q, gwerr.Internal(err)
-		}
-		if !f.AllWorkspaces && ws.ID != caller.WorkspaceID {
-			return q, gwerr.Forbidden("workspace_id: reading another workspace's logs needs an organisation admin API key")
-		}
-		q.WorkspaceID = ws.ID
-	}
+	q.WorkspaceID = ws
 	if f.Status != 0 && (f.Status < 100 || f.Status > 599) {
 		return q, gwerr.BadRequest("status", "status must be an HTTP status from 100 to 599, not %d", f.Status)
 	}
@@ -99,6 +88,71 @@ func (p *Plane) logQuery(caller Caller, f LogFilter) (storage.LogQuery, error) {
 		}
 	}
 	return q, nil
+}
+
+// logWorkspace is the workspace whose logs a caller reads: its own, or with all (organisation admins) every
+// workspace (""); id (an ID or slug) picks one, which without all must be the caller's.
+func (p *Plane) logWorkspace(caller Caller, all bool, id string) (string, error) {
+	ws := caller.WorkspaceID
+	if all {
+		ws = ""
+	}
+	if id == "" {
+		return ws, nil
+	}
+	w, err := p.store.Workspaces.Resolve(id)
+	if errors.Is(err, storage.ErrNotFound) {
+		return "", gwerr.NotFound("workspace", id)
+	}
+	if err != nil {
+		return "", gwerr.Internal(err)
+	}
+	if !all && w.ID != caller.WorkspaceID {
+		return "", gwerr.Forbidden("workspace_id: reading another workspace's logs needs an organisation admin API key")
+	}
+	return w.ID, nil
+}
+
+// LogStatsFilter is a query of GET /v1/logs/stats: the requests from From (included) to To (excluded), in
+// buckets of Bucket, of the caller's workspace or (AllWorkspaces) every workspace, WorkspaceID picking one as in
+// LogFilter.
+type LogStatsFilter struct {
+	AllWorkspaces bool
+	WorkspaceID   string
+	From, To      time.Time
+	Bucket        time.Duration
+}
+
+// Bounds of a LogStatsFilter.
+const (
+	MaxLogStatsBucket  = 24 * time.Hour
+	MaxLogStatsBuckets = 1000
+)
+
+// LogStats aggregates the request log per bucket (storage.LogStore.Stats: a bounded scan, percentiles over a
+// bounded sample). Errors name the field: bucket (1 s to a day, whole seconds), to (after from), and the range
+// of at most MaxLogStatsBuckets buckets.
+func (p *Plane) LogStats(_ context.Context, caller Caller, f LogStatsFilter) (*storage.LogStats, error) {
+	if f.Bucket < time.Second || f.Bucket > MaxLogStatsBucket || f.Bucket%time.Second != 0 {
+		return nil, gwerr.BadRequest("bucket", "bucket must be a whole number of seconds from 1 to %d, not %v", int(MaxLogStatsBucket/time.Second), f.Bucket)
+	}
+	if !f.From.Before(f.To) {
+		return nil, gwerr.BadRequest("to", "to (%d) must be after from (%d)", f.To.Unix(), f.From.Unix())
+	}
+	secs := int64(f.Bucket / time.Second)
+	if n := (f.To.Unix() - f.From.Unix() + secs - 1) / secs; n > MaxLogStatsBuckets { // in seconds: a Duration overflows past 292 years
+		return nil, gwerr.BadRequest("bucket", "from %d to %d in buckets of %d s makes %d buckets; at most %d: widen bucket or narrow the range",
+			f.From.Unix(), f.To.Unix(), secs, n, MaxLogStatsBuckets)
+	}
+	ws, err := p.logWorkspace(caller, f.AllWorkspaces, f.WorkspaceID)
+	if err != nil {
+		return nil, err
+	}
+	stats, err := p.store.Logs.Stats(storage.LogStatsQuery{WorkspaceID: ws, From: f.From, To: f.To, Bucket: f.Bucket})
+	if err != nil {
+		return nil, gwerr.Internal(err)
+	}
+	return stats, nil
 }
 
 // GetLog returns the caller's workspace's log entry id with its bodies, when they were stored; another

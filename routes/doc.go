@@ -9,7 +9,7 @@
 //
 // Portkey's x-portkey-* request headers are read as their x-gateway-* twins by the first middleware (portkey.go).
 //
-// Endpoints: GET /health (no key); under /v1, with a key: GET /v1/models (models.go), the inference endpoints (inference.go: gateway headers
+// Endpoints: GET /health and the web console under /console (console.go: package console's files; no key); under /v1, with a key: GET /v1/models (models.go), the inference endpoints (inference.go: gateway headers
 // parsed in headers.go, the engine called; streams relayed by stream.go's reader, which fasthttp pulls and flushes
 // when no further line is buffered), prompt render and completions, logs, metrics, and
 // the admin endpoints (api-keys, policies, prompts, plugins, guardrails). Admin handlers decode, check the admin

@@ -1,6 +1,8 @@
 package routes
 
 import (
+	"encoding/json"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -8,6 +10,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/llmgw/gateway/control"
+	"github.com/llmgw/gateway/guardrails"
 	"github.com/llmgw/gateway/metrics"
 	"github.com/llmgw/gateway/reqlog"
 	"github.com/llmgw/gateway/runtime"
@@ -16,7 +19,8 @@ import (
 )
 
 // The request log: every inference request is handed to the log writer when it is reported (storeLog, from
-// observe), and read back at GET /v1/logs and GET /v1/logs/{id}. Admin keys read their workspace's entries,
+// observe), and read back at GET /v1/logs, GET /v1/logs/{id} (with the request's route and hook results) and,
+// aggregated per time bucket, GET /v1/logs/stats. Admin keys read their workspace's entries,
 // organisation admin keys every workspace's; the reads are control.Plane's (control/logs.go), the entry's JSON
 // view storage.LogEntry's.
 
@@ -30,7 +34,8 @@ func (s *Server) storeLog(start time.Time, req *runtime.Request, resp *runtime.R
 	}
 	e := &reqlog.Entry{TraceID: req.TraceID, CreatedAt: start, WorkspaceID: req.Key.WorkspaceID, Endpoint: r.Endpoint,
 		Provider: r.Provider, Model: r.Model, Status: status, Latency: r.Duration, Retries: r.Retries,
-		CacheStatus: r.CacheStatus, Metadata: req.Metadata, Request: loggedRequest(req)} // media.go: an upload's fields
+		CacheStatus: r.CacheStatus, Metadata: req.Metadata, Request: loggedRequest(req), // media.go: an upload's fields
+		Route: req.Route}
 	if resp != nil {
 		e.Target, e.UpstreamLatency = resp.OptionPath, r.Upstream
 		u := resp.Usage
@@ -39,8 +44,33 @@ func (s *Server) storeLog(start time.Time, req *runtime.Request, resp *runtime.R
 		if resp.Stream == nil && (!req.Endpoint.AnyAnswer() || loggedAnswer(resp)) { // not a transcript as text
 			e.Response = resp.Body
 		}
+		e.HookResults = loggedHookResults(&resp.HookResults)
 	}
 	s.logs.Record(e)
+}
+
+// loggedHookResults is the stored hook_results of an answer, nil when no hook ran. A check's data is left out
+// ("data": null): it may quote the request or the answer, which are stored only with --log-bodies. Only
+// requests with hooks pay for the copy and the encoding.
+func loggedHookResults(h *runtime.HookResults) json.RawMessage {
+	if len(h.Before) == 0 && len(h.After) == 0 {
+		return nil
+	}
+	strip := func(in []guardrails.HookResult) []guardrails.HookResult {
+		out := slices.Clone(in)
+		for i := range out {
+			out[i].Checks = slices.Clone(out[i].Checks)
+			for j := range out[i].Checks {
+				out[i].Checks[j].Data = nil
+			}
+		}
+		return out
+	}
+	raw, err := json.Marshal(runtime.HookResults{Before: strip(h.Before), After: strip(h.After)})
+	if err != nil {
+		return nil
+	}
+	return raw
 }
 
 // logList is the answer of GET /v1/logs: a cursor list, and, when has_more, next_after, the after of the next
@@ -114,6 +144,84 @@ func logFilter(c *fiber.Ctx) (control.LogFilter, error) {
 	})
 	return f, bad
 }
+
+// logStatsList is the answer of GET /v1/logs/stats.
+type logStatsList struct {
+	Object        string           `json:"object"`
+	BucketSeconds int64            `json:"bucket_seconds"`
+	From          int64            `json:"from"`
+	To            int64            `json:"to"`
+	Truncated     bool             `json:"truncated"`
+	Data          []logStatsBucket `json:"data"`
+}
+
+type logStatsBucket struct {
+	T            int64   `json:"t"`
+	Requests     int64   `json:"requests"`
+	Errors       int64   `json:"errors"`
+	P50MS        float64 `json:"p50_ms"`
+	P99MS        float64 `json:"p99_ms"`
+	InputTokens  int64   `json:"input_tokens"`
+	OutputTokens int64   `json:"output_tokens"`
+	CostUSD      float64 `json:"cost_usd"`
+}
+
+// Defaults of GET /v1/logs/stats.
+const (
+	defaultStatsRange  = time.Hour
+	defaultStatsBucket = 60
+)
+
+// logStats answers GET /v1/logs/stats?from=&to=&bucket=: per bucket of the range (Unix seconds; default the
+// last hour in buckets of 60 s), requests, errors, p50/p99 latency, tokens and cost, buckets without requests
+// left out. Admin keys read their workspace's, organisation admin keys every workspace's (workspace_id picks one).
+func (s *Server) logStats(c *fiber.Ctx) error {
+	key, err := requireAdmin(c)
+	if err != nil {
+		return err
+	}
+	now := time.Now().Unix()
+	var from, to, bucket int64 = -1, -1, defaultStatsBucket
+	for _, q := range []struct {
+		name     string
+		v        *int64
+		min, max int64
+	}{{"from", &from, 0, 1 << 40}, {"to", &to, 0, 1 << 40}, {"bucket", &bucket, 1, int64(control.MaxLogStatsBucket / time.Second)}} {
+		raw := c.Query(q.name)
+		if raw == "" {
+			continue
+		}
+		n, err := strconv.ParseInt(raw, 10, 64)
+		if err != nil || n < q.min || n > q.max {
+			return gwerr.BadRequest(q.name, "%s must be an integer from %d to %d, not %q", q.name, q.min, q.max, raw)
+		}
+		*q.v = n
+	}
+	switch {
+	case to < 0 && from < 0:
+		to, from = now, now-int64(defaultStatsRange/time.Second)
+	case to < 0:
+		to = max(now, from+1)
+	case from < 0:
+		from = max(to-int64(defaultStatsRange/time.Second), 0)
+	}
+	stats, err := s.plane.LogStats(c.UserContext(), callerOf(c), control.LogStatsFilter{AllWorkspaces: key.OrganisationAdmin,
+		WorkspaceID: strings.Clone(c.Query("workspace_id")), From: time.Unix(from, 0), To: time.Unix(to, 0),
+		Bucket: time.Duration(bucket) * time.Second})
+	if err != nil {
+		return err
+	}
+	out := logStatsList{Object: "list", BucketSeconds: bucket, From: from, To: to, Truncated: stats.Truncated,
+		Data: make([]logStatsBucket, len(stats.Buckets))}
+	for i, b := range stats.Buckets {
+		out.Data[i] = logStatsBucket{T: b.Start.Unix(), Requests: b.Requests, Errors: b.Errors,
+			P50MS: msOf(b.P50), P99MS: msOf(b.P99), InputTokens: b.InputTokens, OutputTokens: b.OutputTokens, CostUSD: b.CostUSD}
+	}
+	return c.JSON(out)
+}
+
+// msOf is d in milliseconds, to the microsecond.
+func msOf(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
 // getLog answers GET /v1/logs/{id}: the entry, with its request and response when they were stored. An
 // organisation admin key reads any workspace's entry.

@@ -129,6 +129,7 @@ func (s *Server) routes() {
 	s.app.Use(limitBody) // bodylimit.go
 	s.app.Get("/health", s.health)
 	s.app.Get("/metrics", s.authenticate, s.serveMetrics()) // observe.go
+	s.consoleRoutes()                                       // console.go: /console, public static files, no key
 	s.messagesRoutes()                                      // messages.go: before the /v1 group, whose key check it replaces
 
 	v1 := s.app.Group("/v1", s.authenticate)
@@ -163,8 +164,9 @@ func (s *Server) routes() {
 	v1.Get("/plugins/:id", adminOne("id", s.plane.GetPlugin, viewPlugin))
 	v1.Delete("/plugins/:id", s.deletePlugin)
 
-	v1.Get("/logs", s.listLogs)   // logs.go
-	v1.Get("/logs/:id", s.getLog) // logs.go
+	v1.Get("/logs", s.listLogs)       // logs.go
+	v1.Get("/logs/stats", s.logStats) // logs.go: before /logs/:id, which would take "stats" for an ID
+	v1.Get("/logs/:id", s.getLog)     // logs.go
 
 	s.fileRoutes(v1)       // files.go
 	s.batchRoutes(v1)      // batches.go

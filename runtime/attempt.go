@@ -58,7 +58,8 @@ func (e *Engine) attempts(ctx context.Context, st *state, n *config.Node, adapte
 			bound = 0
 		}
 		out := e.attempt(ctx, adapter, t, call, bound)
-		st.upstream += time.Since(called)
+		took := time.Since(called)
+		st.upstream += took
 		out.retries, out.path, out.prov = i, n.Path, t.Provider
 		out.models = t.Fields[catalog.OverridesField]
 		if hideUsage && out.stream != nil {
@@ -68,6 +69,7 @@ func (e *Engine) attempts(ctx context.Context, st *state, n *config.Node, adapte
 		if post != nil {
 			post(out)
 		}
+		st.step(attemptStep(n, t.Provider, i, took, out)) // after post: an output guardrail's 446 is the step's status
 		if i >= max || ctx.Err() != nil || !shouldRetry(retry, out) || e.atCap(st) {
 			return out
 		}

@@ -187,6 +187,7 @@ func (e *Engine) Do(ctx context.Context, req *Request) (*Response, error) {
 	st.deadline = e.now().Add(e.deadline)
 	out := e.exec(ctx, st, plan.Root)
 	timer.Stop()
+	req.Route = st.route
 	if req.Cancel == nil {
 		if s := out.stream; s != nil {
 			endAttempt := s.cancel

@@ -198,7 +198,9 @@ func logLine(s string) string {
 
 // afterHooks runs after-request hooks and output guardrails on a 2xx answer and marks it: 446 on a deny, 246
 // when some check failed without denying, and hook_results beside the completion's fields.
-func (e *Engine) afterHooks(ctx context.Context, st *state, set *guardrails.Set, out *outcome, results hookResults, soft bool) {
+func (e *Engine) afterHooks(ctx context.Context, st *state, set *guardrails.Set, out *outcome, results HookResults, soft bool) {
+	// The answer's hook results: the before side here, the after side below once it runs on a whole answer.
+	out.hooks = results
 	if unjudged(st.req, out) { // audio, or a transcript as text (media_step.go)
 		if soft {
 			out.status = StatusHooksFailedSoft
@@ -218,6 +220,7 @@ func (e *Engine) afterHooks(ctx context.Context, st *state, set *guardrails.Set,
 		after = e.runHooks(ctx, st, set, guardrails.StageAfter, answerText(out.body))
 	}
 	results.After = after.Results
+	out.hooks = results
 	e.runAsync(ctx, st.req.TraceID, after.Async)
 	if after.Deny {
 		out.status, out.header, out.body = gwerr.StatusHooksFailed, jsonContentType, hooksDenied(results)
@@ -273,15 +276,15 @@ func (e *Engine) reportVerdicts(res *guardrails.HookResult) {
 	}
 }
 
-// hookResults is the hook_results member of answers (DESIGN.md).
-type hookResults struct {
+// HookResults is the hook_results member of answers (DESIGN.md).
+type HookResults struct {
 	Before []guardrails.HookResult `json:"before_request_hooks"`
 	After  []guardrails.HookResult `json:"after_request_hooks"`
 }
 
 // MarshalJSON writes an empty side as [] rather than null: clients index both lists.
-func (r hookResults) MarshalJSON() ([]byte, error) {
-	type plain hookResults
+func (r HookResults) MarshalJSON() ([]byte, error) {
+	type plain HookResults
 	if r.Before == nil {
 		r.Before = []guardrails.HookResult{}
 	}
@@ -523,7 +526,7 @@ func answerText(body []byte) string {
 }
 
 // withHookResults adds hook_results (and, for a transformer, the new text) to an answer's JSON body.
-func withHookResults(body []byte, results hookResults, transformed *string) []byte {
+func withHookResults(body []byte, results HookResults, transformed *string) []byte {
 	if transformed == nil {
 		// The body is a JSON object (checked when it arrived): splice the member in before its closing brace
 		// rather than decode and re-encode the whole answer.
@@ -569,11 +572,11 @@ func withHookResults(body []byte, results hookResults, transformed *string) []by
 }
 
 // hooksDenied is the 446 answer of a request a hook or guardrail denied.
-func hooksDenied(results hookResults) []byte {
+func hooksDenied(results HookResults) []byte {
 	denied := &gwerr.Error{Status: gwerr.StatusHooksFailed, Code: gwerr.CodeHooksFailed, Message: "the request was denied by a guardrail or hook"}
 	body, _ := json.Marshal(struct {
 		gwerr.Body
-		HookResults hookResults `json:"hook_results"`
+		HookResults HookResults `json:"hook_results"`
 	}{denied.Body(), results})
 	return body
 }

@@ -8,7 +8,7 @@ import (
 )
 
 func TestWithHookResults(t *testing.T) {
-	results := hookResults{Before: []guardrails.HookResult{{ID: "g", Verdict: true}}, After: []guardrails.HookResult{}}
+	results := HookResults{Before: []guardrails.HookResult{{ID: "g", Verdict: true}}, After: []guardrails.HookResult{}}
 	transformed := "redacted"
 	tests := []struct {
 		name        string
@@ -25,7 +25,7 @@ func TestWithHookResults(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			out := withHookResults([]byte(tc.body), results, tc.transformed)
 			var got struct {
-				HookResults hookResults `json:"hook_results"`
+				HookResults HookResults `json:"hook_results"`
 				Choices     []struct {
 					Message struct{ Content string } `json:"message"`
 				} `json:"choices"`

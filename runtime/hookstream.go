@@ -160,7 +160,7 @@ func (h *hookStream) Close() error { return h.src.Close() }
 const hookStreamBuffer = 4 << 10
 
 // streamWithOutputHooks wraps a streamed answer so that its output guardrails run on the assembled text.
-func (e *Engine) streamWithOutputHooks(ctx context.Context, st *state, set *guardrails.Set, out *outcome, results hookResults) {
+func (e *Engine) streamWithOutputHooks(ctx context.Context, st *state, set *guardrails.Set, out *outcome, results HookResults) {
 	src := out.stream.ReadCloser
 	messages := st.req.Endpoint == providers.Messages
 	responses := st.req.Endpoint == providers.Responses || messages // both end with an event of their own
@@ -180,7 +180,7 @@ func (e *Engine) streamWithOutputHooks(ctx context.Context, st *state, set *guar
 				Code        string      `json:"code"`
 				Message     string      `json:"message"`
 				Param       *string     `json:"param"`
-				HookResults hookResults `json:"hook_results"`
+				HookResults HookResults `json:"hook_results"`
 			}{"error", gwerr.CodeHooksFailed, "the answer was denied by a guardrail or hook", nil, results})
 			return append(append([]byte("event: error\ndata: "), body...), "\n\n"...), true
 		}

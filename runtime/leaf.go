@@ -58,14 +58,15 @@ func (e *Engine) execLeaf(ctx context.Context, st *state, n *config.Node) *outco
 	if err != nil {
 		return &outcome{err: asGatewayError(err), path: n.Path}
 	}
-	var results hookResults
+	var results HookResults
 	soft := false // a check failed without denying: the answer says 246
 	if set.Has(guardrails.StageBefore) {
 		before := e.runHooks(ctx, st, set, guardrails.StageBefore, requestText(st.conditionEnv().Params))
 		results.Before = before.Results
 		e.runAsync(ctx, st.req.TraceID, before.Async)
 		if before.Deny {
-			return &outcome{status: gwerr.StatusHooksFailed, header: jsonContentType, body: hooksDenied(results), path: n.Path, prov: t.Provider}
+			return &outcome{status: gwerr.StatusHooksFailed, header: jsonContentType, body: hooksDenied(results), path: n.Path, prov: t.Provider,
+				hooks: results}
 		}
 		soft = before.Failed
 		if before.Transformed != nil && st.req.ContentType == "" { // an upload goes as sent (media_step.go)
@@ -116,6 +117,9 @@ func (e *Engine) execLeaf(ctx context.Context, st *state, n *config.Node) *outco
 	}
 	out := e.attempts(ctx, st, n, adapter, t, &providers.Call{Endpoint: st.req.Endpoint, Body: body, Request: &st.req.Body, Stream: st.req.Stream,
 		Strict: n.StrictCompliance, ContentType: st.req.ContentType}, post)
+	if out.hooks.Before == nil && out.hooks.After == nil { // afterHooks did not judge it: the before side alone
+		out.hooks.Before = results.Before
+	}
 	if br != nil {
 		e.settleBreaker(ctx, br, n.CircuitBreaker, out)
 	}

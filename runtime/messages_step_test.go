@@ -140,7 +140,7 @@ func checkAnthropicError(t *testing.T, body []byte, typ, message string) {
 
 func TestMessagesErrorAnswer(t *testing.T) {
 	req := &Request{Endpoint: providers.Messages}
-	denied := &Response{Status: 446, Header: jsonContentType, Body: hooksDenied(hookResults{})}
+	denied := &Response{Status: 446, Header: jsonContentType, Body: hooksDenied(HookResults{})}
 	messagesErrorAnswer(req, denied)
 	checkAnthropicError(t, denied.Body, "invalid_request_error", "denied by a guardrail")
 	if jsonContentType.Get("Content-Type") != "application/json" || len(jsonContentType) != 1 {

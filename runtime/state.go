@@ -53,6 +53,11 @@ type Request struct {
 	// the request deadline passes, instead of deriving a context of its own: one context less per request. The
 	// caller then ends that context itself once the answer is sent (a stream: once it is closed).
 	Cancel context.CancelCauseFunc
+
+	// Route is set by Engine.Do, whether it answers or fails: every target the request called (each retry a
+	// step) or passed over (an open breaker, the attempt cap), in order, at most storage.MaxLogRouteSteps. It
+	// is the request log's route; it is on the Request because a failure has no Response to carry it.
+	Route []storage.LogRouteStep
 }
 
 // Response is the answer to send back. Exactly one of Body and Stream is set. The caller must Close the
@@ -80,6 +85,9 @@ type Response struct {
 	Upstream time.Duration
 	// Fallbacks counts the targets moved past before the one that answered (DESIGN.md gateway_fallbacks_total).
 	Fallbacks int
+	// HookResults are the answering target's hook results: both sides for a whole answer, the before side for
+	// a stream (its after side runs as the stream ends); empty when no hook ran.
+	HookResults HookResults
 
 	models json.RawMessage // the answering stored provider's catalogue overrides, for pricing
 }
@@ -130,6 +138,76 @@ type state struct {
 	hooked []*config.Node
 	sets   []*guardrails.Set
 	oneSet [1]*guardrails.Set
+	// route is Request.Route as it is recorded; oneStep holds the usual single step without an allocation.
+	route   []storage.LogRouteStep
+	oneStep [1]storage.LogRouteStep
+}
+
+// step records one step of the request's route (Request.Route), past the bound silently.
+func (st *state) step(s storage.LogRouteStep) {
+	if st.route == nil {
+		st.route = st.oneStep[:0]
+	}
+	if len(st.route) < storage.MaxLogRouteSteps {
+		st.route = append(st.route, s)
+	}
+}
+
+// passedStep is the route step of a leaf that made no call: its breaker was open, the attempt cap passed it
+// over, it failed before its call (an unknown provider, a before-request hook's deny), or the cache answered.
+func passedStep(n *config.Node, out *outcome) storage.LogRouteStep {
+	s := storage.LogRouteStep{Path: n.Path, Provider: out.prov, Status: out.status}
+	switch {
+	case out.open:
+		s.Outcome = storage.RouteCircuitOpen
+	case out.capped:
+		s.Outcome, s.Status = storage.RouteSkipped, 0
+	case out.err != nil:
+		s.Outcome, s.Status, s.Error = storage.RouteError, out.err.Status, logLine(out.err.Message)
+	case out.ok():
+		s.Outcome = storage.RouteOK
+	default:
+		s.Outcome, s.Error = storage.RouteError, answerError(out.body)
+	}
+	if s.Outcome != storage.RouteError {
+		s.Error = ""
+	}
+	return s
+}
+
+// attemptStep is the route step of one call of a target.
+func attemptStep(n *config.Node, provider string, attempt int, took time.Duration, out *outcome) storage.LogRouteStep {
+	s := storage.LogRouteStep{Path: n.Path, Provider: provider, Attempt: attempt, Status: out.status, Latency: took,
+		Outcome: storage.RouteOK}
+	switch {
+	case out.err != nil:
+		s.Outcome, s.Status, s.Error = storage.RouteError, out.err.Status, logLine(out.err.Message)
+	case !out.ok():
+		s.Outcome, s.Error = storage.RouteError, answerError(out.body)
+	}
+	return s
+}
+
+// answerError is the message of an error answer's body ({"error": {"message": ...}} or {"error": "..."}), cut
+// as logLine cuts; "" when it has none. It runs on failed attempts only.
+func answerError(body []byte) string {
+	var v struct {
+		Error json.RawMessage `json:"error"`
+	}
+	if len(body) == 0 || json.Unmarshal(body, &v) != nil || len(v.Error) == 0 {
+		return ""
+	}
+	var msg string
+	if json.Unmarshal(v.Error, &msg) != nil {
+		var obj struct {
+			Message string `json:"message"`
+		}
+		if json.Unmarshal(v.Error, &obj) != nil {
+			return ""
+		}
+		msg = obj.Message
+	}
+	return logLine(msg)
 }
 
 func (st *state) conditionEnv() *condition.Env {
@@ -169,6 +247,8 @@ type outcome struct {
 	prov    string
 	retries int
 	models  json.RawMessage // the stored provider's catalogue overrides (Response.models)
+	// hooks are the target's hook results (Response.HookResults).
+	hooks HookResults
 	// cacheStatus is x-gateway-cache-status of the answer: HIT, SEMANTIC HIT, MISS or REFRESH when the
 	// target's config enables the cache; "" means DISABLED.
 	cacheStatus string
@@ -189,7 +269,7 @@ func (o *outcome) response() (*Response, error) {
 		return nil, o.err
 	}
 	r := &Response{Status: o.status, Header: o.header, Body: o.body, Provider: o.prov, Retries: o.retries,
-		OptionPath: o.path, CacheStatus: o.cacheStatus, models: o.models}
+		OptionPath: o.path, CacheStatus: o.cacheStatus, HookResults: o.hooks, models: o.models}
 	if r.CacheStatus == "" {
 		r.CacheStatus = CacheDisabled
 	}

@@ -13,7 +13,12 @@ import (
 // exec runs a node: a strategy over its children, or a leaf target.
 func (e *Engine) exec(ctx context.Context, st *state, n *config.Node) *outcome {
 	if len(n.Children) == 0 {
-		return e.execLeaf(ctx, st, n)
+		steps := len(st.route)
+		out := e.execLeaf(ctx, st, n)
+		if len(st.route) == steps { // no call made: the route still says what became of the target
+			st.step(passedStep(n, out))
+		}
+		return out
 	}
 	switch n.Mode {
 	case config.ModeFallback:

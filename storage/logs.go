@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	mrand "math/rand/v2"
 	"slices"
 	"strconv"
 	"strings"
@@ -21,7 +22,8 @@ import (
 
 // Stored request logs (package reqlog writes them, the admin API reads them).
 //
-//	lob/<reversed stamp>   the entry's request and response bodies (logBodies), read only by GetBodies
+//	lob/<reversed stamp>   the entry's detail (logBodies): its route, hook results, and request and response
+//	                       bodies, read only by GetBodies
 //	log/<stamp>            LogEntry as JSON, without its bodies: every workspace's, newest first
 //
 // <stamp> is the base32 (extended hex alphabet, lower case, which keeps byte order) of 12 bytes: MaxUint64
@@ -83,9 +85,50 @@ type LogEntry struct {
 	Metadata        map[string]string
 
 	// Request and Response are the bodies: raw JSON, or (cut) a JSON string when the flag below is set. They
-	// are stored under their own key; lists never read them.
+	// are stored under their own key, with Route and HookResults (the entry's detail); lists never read them.
 	Request, Response                   json.RawMessage
 	RequestTruncated, ResponseTruncated bool
+
+	// Route is every target the request tried or passed over, in order, retries included (at most
+	// MaxLogRouteSteps are kept); HookResults is the answer's hook_results JSON, nil when no hook ran.
+	Route       []LogRouteStep
+	HookResults json.RawMessage
+	// Detailed marks an entry read with its detail (GetBodies): its JSON view then has route and hook_results
+	// (null when none), which a listed entry leaves out.
+	Detailed bool
+}
+
+// LogRouteStep is one step of a request's route: one call of a target (Attempt counts its retries from 0), or a
+// target passed over without a call (Outcome RouteCircuitOpen or RouteSkipped, Status 0).
+type LogRouteStep struct {
+	Path     string // the target's option path, as x-gateway-last-used-option-index names it: "config.targets[1]"
+	Provider string
+	Attempt  int
+	Status   int // the answer's status, or the gateway's own error's; 0 when the target was not called
+	Latency  time.Duration
+	Outcome  string // RouteOK, RouteError, RouteCircuitOpen or RouteSkipped
+	Error    string // a short message when the step failed, else ""
+}
+
+// Outcomes of a LogRouteStep.
+const (
+	RouteOK          = "ok"
+	RouteError       = "error"
+	RouteCircuitOpen = "circuit_open" // the target's circuit breaker was open: it was not called
+	RouteSkipped     = "skipped"      // the request had made its cap of upstream attempts: the target was not called
+)
+
+// MaxLogRouteSteps bounds a stored route; the attempt cap keeps real routes far shorter.
+const MaxLogRouteSteps = 64
+
+type logRouteStepJSON struct {
+	Path      string  `json:"path"`
+	Provider  string  `json:"provider"`
+	Attempt   int     `json:"attempt"`
+	Status    int     `json:"status"`
+	LatencyMS float64 `json:"latency_ms"`
+	Outcome   string  `json:"outcome"`
+	Error     string  `json:"error"`
 }
 
 // LogUsage is an answer's token usage; Known is false when it reported none (failures, cache hits, streams
@@ -122,15 +165,18 @@ type logEntryJSON struct {
 	RequestTruncated  bool              `json:"request_truncated,omitempty"`
 	Response          json.RawMessage   `json:"response,omitempty"`
 	ResponseTruncated bool              `json:"response_truncated,omitempty"`
+	// Only in a Detailed entry's view: route [] and hook_results null when there are none.
+	Route       *[]logRouteStepJSON `json:"route,omitempty"`
+	HookResults *json.RawMessage    `json:"hook_results,omitempty"`
 }
 
 // MarshalJSON writes the admin API's view of the entry.
 func (e *LogEntry) MarshalJSON() ([]byte, error) {
-	return appendLogEntry(make([]byte, 0, 512+len(e.Request)+len(e.Response)), e, true), nil
+	return appendLogEntry(make([]byte, 0, 512+len(e.Request)+len(e.Response)+len(e.HookResults)+120*len(e.Route)), e, true), nil
 }
 
 // appendLogEntry appends the entry's JSON view (logEntryJSON's, as encoding/json would write it), with its
-// bodies when withBodies.
+// bodies (and, for a Detailed entry, its route and hook results) when withBodies.
 func appendLogEntry(b []byte, e *LogEntry, withBodies bool) []byte {
 	b = append(b, `{"id":`...)
 	b = jsonstr.AppendString(b, e.ID)
@@ -181,6 +227,61 @@ func appendLogEntry(b []byte, e *LogEntry, withBodies bool) []byte {
 	b = appendStringMap(b, e.Metadata)
 	if withBodies {
 		b = appendLogBodies(b, e)
+		if e.Detailed {
+			b = append(b, `,"route":`...)
+			b = appendLogRoute(b, e.Route)
+			b = append(b, `,"hook_results":`...)
+			if len(e.HookResults) > 0 {
+				b = append(b, e.HookResults...)
+			} else {
+				b = append(b, "null"...)
+			}
+		}
+	}
+	return append(b, '}')
+}
+
+// appendLogRoute appends route as a JSON array ([] when empty).
+func appendLogRoute(b []byte, route []LogRouteStep) []byte {
+	b = append(b, '[')
+	for i := range route {
+		s := &route[i]
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, `{"path":`...)
+		b = jsonstr.AppendString(b, s.Path)
+		b = append(b, `,"provider":`...)
+		b = jsonstr.AppendString(b, s.Provider)
+		b = append(b, `,"attempt":`...)
+		b = strconv.AppendInt(b, int64(s.Attempt), 10)
+		b = append(b, `,"status":`...)
+		b = strconv.AppendInt(b, int64(s.Status), 10)
+		b = append(b, `,"latency_ms":`...)
+		b = appendMS(b, s.Latency)
+		b = append(b, `,"outcome":`...)
+		b = jsonstr.AppendString(b, s.Outcome)
+		b = append(b, `,"error":`...)
+		b = jsonstr.AppendString(b, s.Error)
+		b = append(b, '}')
+	}
+	return append(b, ']')
+}
+
+// appendLogDetail appends the value stored under lob/: logBodies' JSON, members left out when empty.
+func appendLogDetail(b []byte, e *LogEntry) []byte {
+	start := len(b)
+	b = appendLogBodies(append(b, '{'), e)
+	if len(e.Route) > 0 {
+		b = append(b, `,"route":`...)
+		b = appendLogRoute(b, e.Route[:min(len(e.Route), MaxLogRouteSteps)])
+	}
+	if len(e.HookResults) > 0 {
+		b = append(b, `,"hook_results":`...)
+		b = append(b, e.HookResults...)
+	}
+	if len(b) > start+1 { // the first member's comma
+		b = append(b[:start+1], b[start+2:]...)
 	}
 	return append(b, '}')
 }
@@ -236,6 +337,15 @@ func (e *LogEntry) UnmarshalJSON(b []byte) error {
 		Latency: msDuration(v.LatencyMS), UpstreamLatency: msDuration(v.UpstreamLatencyMS), Target: v.Target,
 		Retries: v.Retries, CacheStatus: v.CacheStatus, Metadata: v.Metadata,
 		Request: v.Request, RequestTruncated: v.RequestTruncated, Response: v.Response, ResponseTruncated: v.ResponseTruncated}
+	if v.Route != nil {
+		e.Route, e.Detailed = routeSteps(*v.Route), true
+	}
+	if v.HookResults != nil {
+		e.Detailed = true
+		if string(*v.HookResults) != "null" {
+			e.HookResults = *v.HookResults
+		}
+	}
 	if v.Usage != nil {
 		e.Usage = LogUsage{InputTokens: v.Usage.InputTokens, OutputTokens: v.Usage.OutputTokens, Known: true, Estimated: v.Usage.Estimated}
 	}
@@ -246,6 +356,19 @@ func (e *LogEntry) UnmarshalJSON(b []byte) error {
 		e.CreatedAt = t
 	}
 	return nil
+}
+
+// routeSteps turns a decoded route back into steps (nil when empty).
+func routeSteps(in []logRouteStepJSON) []LogRouteStep {
+	if len(in) == 0 {
+		return nil
+	}
+	out := make([]LogRouteStep, len(in))
+	for i, s := range in {
+		out[i] = LogRouteStep{Path: s.Path, Provider: s.Provider, Attempt: s.Attempt, Status: s.Status,
+			Latency: msDuration(s.LatencyMS), Outcome: s.Outcome, Error: s.Error}
+	}
+	return out
 }
 
 func durationMS(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
@@ -278,12 +401,14 @@ func msDuration(ms float64) time.Duration {
 	return time.Duration(math.Round(ms*1e3)) * time.Microsecond
 }
 
-// logBodies is the value under logbody/: the bodies of one entry.
+// logBodies is the value under lob/ (and the legacy logbody/): the detail of one entry.
 type logBodies struct {
-	Request           json.RawMessage `json:"request,omitempty"`
-	RequestTruncated  bool            `json:"request_truncated,omitempty"`
-	Response          json.RawMessage `json:"response,omitempty"`
-	ResponseTruncated bool            `json:"response_truncated,omitempty"`
+	Request           json.RawMessage    `json:"request,omitempty"`
+	RequestTruncated  bool               `json:"request_truncated,omitempty"`
+	Response          json.RawMessage    `json:"response,omitempty"`
+	ResponseTruncated bool               `json:"response_truncated,omitempty"`
+	Route             []logRouteStepJSON `json:"route,omitempty"`
+	HookResults       json.RawMessage    `json:"hook_results,omitempty"`
 }
 
 // LogStore keeps the request log. Writes are batched and not synced (pebble.NoSync): a crash may lose the
@@ -349,7 +474,8 @@ func logIDTime(id string) (time.Time, bool) {
 }
 
 // Append stores entries in one unsynced batch. An entry without an ID gets one from its CreatedAt (the
-// store's clock when that is zero); an entry's Request and Response, when set, go under their own key.
+// store's clock when that is zero); an entry's detail (Request, Response, Route, HookResults), when set, goes
+// under its own key.
 func (ls *LogStore) Append(entries []*LogEntry) error {
 	b := ls.s.db.NewBatch()
 	defer b.Close()
@@ -372,11 +498,8 @@ func (ls *LogStore) Append(entries []*LogEntry) error {
 		raw = appendLogEntry(raw[:0], e, false)
 		k = appendKey(k[:0], tableLog, stamp)
 		_ = b.Set(k, raw, nil)
-		if e.Request != nil || e.Response != nil {
-			raw = append(appendLogBodies(append(raw[:0], '{'), e), '}')
-			if raw[1] == ',' { // the first member's comma
-				raw = append(raw[:1], raw[2:]...)
-			}
+		if e.Request != nil || e.Response != nil || len(e.Route) > 0 || len(e.HookResults) > 0 {
+			raw = appendLogDetail(raw[:0], e)
 			k = appendReversedLogStamp(append(appendKey(k[:0], tableLogBody), '/'), stamp)
 			_ = b.Set(k, raw, nil)
 		}
@@ -409,7 +532,8 @@ func (ls *LogStore) Get(workspaceID, id string) (*LogEntry, error) {
 	return e, nil
 }
 
-// GetBodies sets e's Request and Response from the store, when they were stored.
+// GetBodies sets e's detail from the store: Request and Response when they were stored, Route and HookResults,
+// and Detailed, which puts route and hook_results in its JSON view.
 func (ls *LogStore) GetBodies(e *LogEntry) error {
 	stamp, ok := logStampOf(e.ID)
 	if !ok {
@@ -419,6 +543,7 @@ func (ls *LogStore) GetBodies(e *LogEntry) error {
 	if errors.Is(err, ErrNotFound) {
 		raw, err = ls.s.get(key(tableLogBodyLegacy, stamp))
 	}
+	e.Detailed = true
 	if errors.Is(err, ErrNotFound) {
 		return nil
 	}
@@ -430,6 +555,7 @@ func (ls *LogStore) GetBodies(e *LogEntry) error {
 		return fmt.Errorf("storage: decode the bodies of %s: %w", e.ID, err)
 	}
 	e.Request, e.RequestTruncated, e.Response, e.ResponseTruncated = bodies.Request, bodies.RequestTruncated, bodies.Response, bodies.ResponseTruncated
+	e.Route, e.HookResults = routeSteps(bodies.Route), bodies.HookResults
 	return nil
 }
 
@@ -610,4 +736,157 @@ func (ls *LogStore) anyKey(lower, upper []byte) (bool, error) {
 		return false, fmt.Errorf("storage: sweep logs: %w", err)
 	}
 	return found, nil
+}
+
+// LogStatsQuery selects the entries GET /v1/logs/stats aggregates: those of a workspace ("" every workspace)
+// made from From (included) to To (excluded), in buckets of Bucket starting at From.
+type LogStatsQuery struct {
+	WorkspaceID string
+	From, To    time.Time
+	Bucket      time.Duration
+	// MaxScan bounds the entries read; 0: DefaultLogStatsMaxScan. Past it the newest entries are counted and
+	// LogStats.Truncated is set.
+	MaxScan int
+}
+
+// DefaultLogStatsMaxScan bounds a LogStatsQuery's scan, and LogStatsSample each bucket's sample of latencies.
+const (
+	DefaultLogStatsMaxScan = 200_000
+	LogStatsSample         = 2048
+)
+
+// LogBucket is one bucket of LogStats: its start, its requests and errors (status ≥ 400), latency percentiles
+// over a uniform sample of at most LogStatsSample of its requests, and token and cost totals (of the entries
+// that reported usage or had a price).
+type LogBucket struct {
+	Start                     time.Time
+	Requests, Errors          int64
+	P50, P99                  time.Duration
+	InputTokens, OutputTokens int64
+	CostUSD                   float64
+}
+
+// LogStats is the answer of a LogStatsQuery: the buckets with requests, oldest first. Truncated says that the
+// scan bound was reached: the oldest entries of the range were not counted.
+type LogStats struct {
+	Buckets   []LogBucket
+	Truncated bool
+}
+
+// logStatsFields are the members of a stored entry that stats read.
+type logStatsFields struct {
+	WorkspaceID string        `json:"workspace_id"`
+	Status      int           `json:"status"`
+	LatencyMS   float64       `json:"latency_ms"`
+	Usage       *logUsageJSON `json:"usage"`
+	CostUSD     *float64      `json:"cost_usd"`
+}
+
+// Stats aggregates the entries q selects into buckets. The scan reads at most q.MaxScan entries, newest first;
+// an entry's time comes from its key, and another workspace's entry is skipped undecoded, as in List. Each
+// bucket keeps a reservoir sample of latencies (at most LogStatsSample, seeded the same way on every call, so
+// that one store gives one answer), whose nearest-rank 50th and 99th percentiles are P50 and P99.
+func (ls *LogStore) Stats(q LogStatsQuery) (*LogStats, error) {
+	if q.Bucket <= 0 || !q.From.Before(q.To) {
+		return nil, fmt.Errorf("storage: log stats: empty range or bucket")
+	}
+	maxScan := q.MaxScan
+	if maxScan <= 0 {
+		maxScan = DefaultLogStatsMaxScan
+	}
+	p := prefix(tableLog)
+	var wsMember []byte
+	if q.WorkspaceID != "" {
+		if !ValidID(q.WorkspaceID) {
+			return &LogStats{}, nil
+		}
+		wsMember = jsonstr.AppendString([]byte(`"workspace_id":`), q.WorkspaceID)
+	}
+	// Newer entries have smaller keys: from the first key of the nanosecond before To (created_at < To) up to
+	// the first key of the nanosecond before From (created_at ≥ From).
+	lower := append(bytes.Clone(p), logStamp(q.To.Add(-time.Nanosecond), nil)...)
+	upper := append(bytes.Clone(p), logStamp(q.From.Add(-time.Nanosecond), nil)...)
+	it, err := ls.s.db.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upper})
+	if err != nil {
+		return nil, fmt.Errorf("storage: log stats: %w", err)
+	}
+	defer it.Close()
+	type bucket struct {
+		LogBucket
+		sample []time.Duration
+	}
+	byIndex := map[int64]*bucket{}
+	rng := mrand.New(mrand.NewPCG(1, 2)) // reservoir sampling: deterministic, nothing to keep secret
+	stats := &LogStats{}
+	scanned := 0
+	var buf [32]byte
+	for it.First(); it.Valid(); it.Next() {
+		if scanned == maxScan {
+			stats.Truncated = true
+			break
+		}
+		scanned++
+		v, err := it.ValueAndErr()
+		if err != nil {
+			return nil, fmt.Errorf("storage: log stats: %w", err)
+		}
+		if wsMember != nil && !bytes.Contains(v, wsMember) {
+			continue
+		}
+		var f logStatsFields
+		if err := json.Unmarshal(v, &f); err != nil {
+			return nil, fmt.Errorf("storage: decode %s: %w", it.Key(), err)
+		}
+		if q.WorkspaceID != "" && f.WorkspaceID != q.WorkspaceID { // the member was a metadata key's
+			continue
+		}
+		created, ok := logIDTime(string(append(append(buf[:0], LogIDPrefix...), it.Key()[len(p):]...)))
+		if !ok {
+			continue
+		}
+		i := int64(created.Sub(q.From) / q.Bucket)
+		b := byIndex[i]
+		if b == nil {
+			b = &bucket{LogBucket: LogBucket{Start: q.From.Add(time.Duration(i) * q.Bucket)}}
+			byIndex[i] = b
+		}
+		b.Requests++
+		if f.Status >= 400 {
+			b.Errors++
+		}
+		if f.Usage != nil {
+			b.InputTokens += f.Usage.InputTokens
+			b.OutputTokens += f.Usage.OutputTokens
+		}
+		if f.CostUSD != nil {
+			b.CostUSD += *f.CostUSD
+		}
+		latency := msDuration(f.LatencyMS)
+		if len(b.sample) < LogStatsSample {
+			b.sample = append(b.sample, latency)
+		} else if j := rng.Int64N(b.Requests); j < LogStatsSample {
+			b.sample[j] = latency
+		}
+	}
+	if err := it.Error(); err != nil {
+		return nil, fmt.Errorf("storage: log stats: %w", err)
+	}
+	stats.Buckets = make([]LogBucket, 0, len(byIndex))
+	for _, b := range byIndex {
+		slices.Sort(b.sample)
+		b.P50, b.P99 = nearestRank(b.sample, 50), nearestRank(b.sample, 99)
+		stats.Buckets = append(stats.Buckets, b.LogBucket)
+	}
+	slices.SortFunc(stats.Buckets, func(a, b LogBucket) int { return a.Start.Compare(b.Start) })
+	return stats, nil
+}
+
+// nearestRank is the p-th percentile of sorted by the nearest-rank method: the smallest value with at least p%
+// of the values at or below it.
+func nearestRank(sorted []time.Duration, p int) time.Duration {
+	if len(sorted) == 0 {
+		return 0
+	}
+	rank := (p*len(sorted) + 99) / 100 // ⌈p·n/100⌉
+	return sorted[max(rank, 1)-1]
 }

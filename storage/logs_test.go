@@ -370,6 +370,12 @@ func TestAppendLogEntryMatchesEncodingJSON(t *testing.T) {
 			Request: json.RawMessage(`{"model":"m"}`), Response: json.RawMessage(`"cut"`), ResponseTruncated: true},
 		{CostUSD: 5e-7, CostKnown: true, Usage: LogUsage{Known: true}, Latency: 3 * time.Hour, Metadata: map[string]string{}},
 		{CostUSD: 1e22, CostKnown: true, RequestTruncated: true, Request: json.RawMessage(`"x"`)},
+		{Detailed: true}, // route [] and hook_results null
+		{Detailed: true, Route: []LogRouteStep{
+			{Path: "config.targets[0]", Provider: "openai", Status: 502, Latency: 12500 * time.Microsecond, Outcome: RouteError, Error: "down <\\"},
+			{Path: "config.targets[1]", Provider: "anthropic", Attempt: 1, Status: 200, Latency: time.Millisecond, Outcome: RouteOK},
+		}, HookResults: json.RawMessage(`{"before_request_hooks":[{"id":"g"}],"after_request_hooks":[]}`)},
+		{Route: []LogRouteStep{{Path: "config"}}, HookResults: json.RawMessage(`{}`)}, // not Detailed: left out
 	}
 	for i, e := range entries {
 		v := logEntryJSON{ID: e.ID, TraceID: e.TraceID, CreatedAt: e.CreatedAt.Unix(), WorkspaceID: e.WorkspaceID,
@@ -386,6 +392,15 @@ func TestAppendLogEntryMatchesEncodingJSON(t *testing.T) {
 		if e.CostKnown {
 			v.CostUSD = &e.CostUSD
 		}
+		if e.Detailed {
+			route := []logRouteStepJSON{}
+			for _, s := range e.Route {
+				route = append(route, logRouteStepJSON{Path: s.Path, Provider: s.Provider, Attempt: s.Attempt, Status: s.Status,
+					LatencyMS: durationMS(s.Latency), Outcome: s.Outcome, Error: s.Error})
+			}
+			hooks := e.HookResults
+			v.Route, v.HookResults = &route, &hooks
+		}
 		var enc bytes.Buffer
 		je := json.NewEncoder(&enc)
 		je.SetEscapeHTML(false)
@@ -397,7 +412,7 @@ func TestAppendLogEntryMatchesEncodingJSON(t *testing.T) {
 			t.Errorf("entry %d:\n got %s\nwant %s", i, got, want)
 		}
 	}
-	e := entries[1]
+	e := entries[5]
 	buf := make([]byte, 0, 4096)
 	if n := testing.AllocsPerRun(100, func() { buf = appendLogEntry(buf[:0], e, true) }); n != 0 {
 		t.Errorf("appendLogEntry allocates %v times", n)
@@ -482,5 +497,85 @@ func TestAppendMSMatchesFloat(t *testing.T) {
 		if got, want := string(appendMS(nil, d)), string(appendJSONFloat(nil, durationMS(d))); got != want {
 			t.Fatalf("appendMS(%d) = %s, want %s", d, got, want)
 		}
+	}
+}
+
+// TestLogsRouteStoredApart: an entry's route and hook results are stored with its detail, without bodies too,
+// read back by GetBodies (and then in the JSON view), and never by a list.
+func TestLogsRouteStoredApart(t *testing.T) {
+	s := openTest(t, nil, nil)
+	route := []LogRouteStep{
+		{Path: "config.targets[0]", Provider: "openai", Outcome: RouteCircuitOpen},
+		{Path: "config.targets[1]", Provider: "openai", Attempt: 2, Status: 200, Latency: 1500 * time.Microsecond, Outcome: RouteOK},
+	}
+	e := &LogEntry{WorkspaceID: "ws1", CreatedAt: logBase, Status: 200, Route: route,
+		HookResults: json.RawMessage(`{"before_request_hooks":[],"after_request_hooks":[]}`)}
+	plain := &LogEntry{WorkspaceID: "ws1", CreatedAt: logBase.Add(time.Second), Status: 200}
+	if err := s.Logs.Append([]*LogEntry{e, plain}); err != nil {
+		t.Fatal(err)
+	}
+	page, err := s.Logs.List(LogQuery{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, got := range page.Entries {
+		if got.Route != nil || got.HookResults != nil || got.Detailed {
+			t.Fatalf("a listed entry has its detail: %+v", got)
+		}
+		if b, _ := json.Marshal(got); bytes.Contains(b, []byte(`"route"`)) {
+			t.Fatalf("a listed entry's view has a route: %s", b)
+		}
+	}
+	got, _ := s.Logs.Get("ws1", e.ID)
+	if err := s.Logs.GetBodies(got); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(got.Route, route) || string(got.HookResults) != string(e.HookResults) || got.Request != nil {
+		t.Fatalf("detail = %+v %s", got.Route, got.HookResults)
+	}
+	view, _ := json.Marshal(got)
+	var back LogEntry
+	if err := json.Unmarshal(view, &back); err != nil || !slices.Equal(back.Route, route) || !back.Detailed {
+		t.Fatalf("view %s read back as %+v (%v)", view, back.Route, err)
+	}
+	other, _ := s.Logs.Get("ws1", plain.ID)
+	if err := s.Logs.GetBodies(other); err != nil {
+		t.Fatal(err)
+	}
+	if view, _ := json.Marshal(other); !bytes.Contains(view, []byte(`"route":[],"hook_results":null}`)) {
+		t.Fatalf("an entry without a route: %s", view)
+	}
+}
+
+// TestLogsStatsBounds: past LogStatsSample requests a bucket's percentiles come from a sample that still
+// reflects them, and a scan past MaxScan counts the newest entries and says it was truncated.
+func TestLogsStatsBounds(t *testing.T) {
+	s := openTest(t, nil, nil)
+	const n = 3 * LogStatsSample
+	es := make([]*LogEntry, n)
+	for i := range es {
+		es[i] = &LogEntry{WorkspaceID: "ws1", CreatedAt: logBase.Add(time.Duration(i) * time.Millisecond), Status: 200,
+			Latency: time.Duration(i%100+1) * time.Millisecond}
+	}
+	if err := s.Logs.Append(es); err != nil {
+		t.Fatal(err)
+	}
+	q := LogStatsQuery{WorkspaceID: "ws1", From: logBase, To: logBase.Add(time.Hour), Bucket: time.Hour}
+	st, err := s.Logs.Stats(q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(st.Buckets) != 1 || st.Buckets[0].Requests != n || st.Truncated {
+		t.Fatalf("stats = %+v", st)
+	}
+	if b := st.Buckets[0]; b.P50 < 45*time.Millisecond || b.P50 > 55*time.Millisecond || b.P99 < 97*time.Millisecond {
+		t.Errorf("p50 %v p99 %v, want about 50 ms and 99 ms", b.P50, b.P99)
+	}
+	q.MaxScan = 10
+	if st, err := s.Logs.Stats(q); err != nil || !st.Truncated || st.Buckets[0].Requests != 10 {
+		t.Fatalf("bounded scan = %+v, %v", st, err)
+	}
+	if st, err := s.Logs.Stats(LogStatsQuery{WorkspaceID: "ws2", From: logBase, To: logBase.Add(time.Hour), Bucket: time.Hour}); err != nil || len(st.Buckets) != 0 {
+		t.Fatalf("another workspace = %+v, %v", st, err)
 	}
 }
