@@ -517,6 +517,14 @@ func TestConsoleInChromium(t *testing.T) {
 	}
 	b.screenshot("plugins")
 
+	// The other pages load their lists without an error, a console message or a request elsewhere (the listeners).
+	for _, pg := range []struct{ nav, shows string }{
+		{"guardrails", "#guardrails-table"}, {"prompts", "#prompts-table"}, {"policies", "#page-policies"},
+	} {
+		b.page(pg.nav, pg.shows)
+		b.screenshot(pg.nav)
+	}
+
 	// A phone: the log page fits the width, and the nav still reaches every page.
 	b.do("a 390x844 phone viewport", chromedp.EmulateViewport(390, 844, chromedp.EmulateMobile))
 	navVisible := func(nav string) bool {
