@@ -525,6 +525,27 @@ func TestConsoleInChromium(t *testing.T) {
 		b.screenshot(pg.nav)
 	}
 
+	// A rate-limit policy added in its form, then edited: the edit form is the policy as read, sent back changed.
+	b.fill(`#rate-limit-form [name="policy"]`, `{"type":"requests","unit":"rpm","value":60,"name":"console","group_by":[{"key":"api_key"}]}`)
+	b.submit("#rate-limit-form")
+	b.do("the added policy's row", chromedp.WaitVisible(chromedp.CSS(`#rate-limits-table tr[data-policy-id]`)))
+	policyID := eval[string](b, "the policy's id", `document.querySelector('#rate-limits-table tr[data-policy-id]').dataset.policyId`)
+	b.do("edit the policy", chromedp.Click(chromedp.CSS(`#rate-limits-table tr[data-policy-id] button[aria-label^="Edit"]`)))
+	edited := eval[string](b, "the policy in the edit form", `(() => { const e = document.querySelector('#rate-limit-form [name="policy"]');
+		const p = JSON.parse(e.value); p.value = 99; return JSON.stringify(p) })()`)
+	b.fill(`#rate-limit-form [name="policy"]`, edited)
+	b.submit("#rate-limit-form")
+	b.do("the edited policy's row", chromedp.WaitVisible(chromedp.CSS(`#rate-limits-table tr[data-policy-id] td.nowrap`)))
+	ok := false
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline) && !ok; time.Sleep(50 * time.Millisecond) {
+		status, pol, _ := g.call(t, "GET", "/v1/policies/rate-limits/"+policyID, "")
+		ok = status == 200 && pol["value"] == 99.0
+	}
+	if !ok {
+		t.Errorf("the policy edited in the form was not saved with value 99%s", b.pageState())
+	}
+	b.screenshot("policies-edited")
+
 	// A phone: the log page fits the width, and the nav still reaches every page.
 	b.do("a 390x844 phone viewport", chromedp.EmulateViewport(390, 844, chromedp.EmulateMobile))
 	navVisible := func(nav string) bool {

@@ -1,5 +1,5 @@
 // Prompt templates (#/prompts: list, create, versions, publish, delete) and rate-limit and usage-limit policies
-// (#/policies: list, create from JSON, delete) over the admin API.
+// (#/policies: list, create from JSON, edit, delete) over the admin API.
 
 import { api, ApiError, seg } from './api.js';
 import { clearProblem, readJSON, showApiError, showProblem } from './editor.js';
@@ -187,8 +187,29 @@ function conditionsText(p) {
   return parts.join(' · ') || 'every request';
 }
 
+// editPolicy puts a policy's JSON in its kind's form, which then changes it (PUT) instead of adding one. The
+// fields the gateway sets are left in: the API ignores them, so a policy read back can be sent back changed.
+function editPolicy(kind, p) {
+  const form = $(kind.form);
+  form.dataset.editing = p.id;
+  form.elements.policy.value = pretty(p);
+  form.querySelector('h3').textContent = `Edit ${kind.noun} ${p.name || p.id}`;
+  form.querySelector('button[type="submit"]').textContent = `Save ${kind.noun}`;
+  form.elements.policy.focus();
+}
+
+// stopEditing returns a kind's form to adding policies.
+function stopEditing(kind) {
+  const form = $(kind.form);
+  delete form.dataset.editing;
+  form.reset();
+  form.querySelector('h3').textContent = `Add a ${kind.noun}`;
+  form.querySelector('button[type="submit"]').textContent = `Add ${kind.noun}`;
+}
+
 function policyRow(kind, p) {
   const del = deleteButton(`${kind.path}/${seg(p.id)}`, `${kind.noun} ${p.name || p.id}`, () => loadPolicies(kind));
+  const edit = actionButton('Edit', `Edit ${kind.noun} ${p.name || p.id}`, () => editPolicy(kind, p));
   if (kind === KINDS.rate) {
     return h('tr', { data: { policyId: p.id } },
       h('td', { class: 'mono', title: p.id, text: p.id }),
@@ -197,7 +218,7 @@ function policyRow(kind, p) {
       h('td', { class: 'nowrap', text: `${p.value ?? ''} ${p.unit || ''}` }),
       h('td', { class: 'wrap', text: conditionsText(p) }),
       h('td', { text: p.status || '' }),
-      actions(del));
+      actions(edit, del));
   }
   const used = p.type === 'cost' ? fmtCost(Number(p.current_usage) || 0) : String(p.current_usage ?? 0);
   const reset = p.periodic_reset ? `${p.periodic_reset}${p.period_end ? ` (next ${fmtTime(p.period_end)})` : ''}` : 'never';
@@ -209,7 +230,7 @@ function policyRow(kind, p) {
     h('td', { class: 'nowrap', text: used }),
     h('td', { text: reset }),
     h('td', { text: p.status || '' }),
-    actions(del));
+    actions(edit, del));
 }
 
 async function loadPolicies(kind) {
@@ -233,15 +254,19 @@ async function submitPolicy(event, kind) {
     return;
   }
   await busy(form, async () => {
+    const editing = form.dataset.editing;
+    const verb = editing ? 'save' : 'add';
     try {
-      const p = await api('POST', kind.path, { json: body });
-      say(`Added ${kind.noun} ${p?.name || p?.id || summary(body, 40)}.`, 'ok');
-      form.reset();
+      const p = editing
+        ? await api('PUT', `${kind.path}/${seg(editing)}`, { json: body })
+        : await api('POST', kind.path, { json: body });
+      say(`${editing ? 'Saved' : 'Added'} ${kind.noun} ${p?.name || p?.id || summary(body, 40)}.`, 'ok');
+      stopEditing(kind);
       await loadPolicies(kind);
     } catch (err) {
-      if (!(err instanceof ApiError) || err.status === 401 || err.status === 403) return failed(`Could not add the ${kind.noun}`, err);
+      if (!(err instanceof ApiError) || err.status === 401 || err.status === 403) return failed(`Could not ${verb} the ${kind.noun}`, err);
       showApiError(el.policy, box, err, '');
-      say(`Could not add the ${kind.noun}: ${err.message}`, 'error');
+      say(`Could not ${verb} the ${kind.noun}: ${err.message}`, 'error');
     }
   });
 }
