@@ -21,13 +21,18 @@ import (
 // and an answer's head and a small body come in with one read.
 const bufferSize = 4 << 10
 
+// maxKeptHead is the largest head buffer a connection keeps between calls: a head larger than that (up to
+// Options.MaxHeaderBytes) is read into a buffer of its own, which is not kept with the idle connection.
+const maxKeptHead = 16 << 10
+
 // conn is one HTTP/1.1 connection. One call at a time uses it: the caller's goroutine writes the request and
 // reads the answer; between calls it waits in its pool.
 type conn struct {
 	t     *Transport
 	p     *pool
 	nc    net.Conn // what is read and written: the TLS connection for https
-	raw   net.Conn // the socket under nc, peeked at before reuse
+	raw   net.Conn // the socket under nc
+	peek  peeker   // raw's peek before reuse
 	br    *bufio.Reader
 	bw    *bufio.Writer
 	head  []byte      // the answer's head, reused between calls
@@ -46,6 +51,7 @@ type conn struct {
 func newConn(t *Transport, p *pool, nc, raw net.Conn) *conn {
 	c := &conn{t: t, p: p, nc: nc, raw: raw, br: bufio.NewReaderSize(nc, bufferSize), bw: bufio.NewWriterSize(nc, bufferSize)}
 	c.abortFunc = c.abort
+	c.peek.init(raw)
 	p.opened()
 	return c
 }
@@ -143,6 +149,9 @@ func (c *conn) release(reuse bool) {
 		}
 		c.stopAbort = nil
 	}
+	if reuse && c.br.Buffered() > 0 {
+		reuse = false // bytes past the answer no request asked for: they must not become the next call's answer
+	}
 	if reuse {
 		c.p.put(c, c.t.opts.MaxIdlePerHost, time.Now())
 		return
@@ -190,9 +199,8 @@ func (c *conn) writeRequest(req *http.Request) (err error) {
 		bw.WriteString("User-Agent: Go-http-client/1.1\r\n")
 	}
 	for name, values := range req.Header {
-		switch name {
-		case "Host", "Content-Length", "Transfer-Encoding", "Connection", "Trailer":
-			continue // the client's own to write
+		if ownHeader(name) {
+			continue
 		}
 		for _, v := range values {
 			if name == "User-Agent" && v == "" {
@@ -232,6 +240,25 @@ func (c *conn) writeRequest(req *http.Request) (err error) {
 		bw.WriteString("\r\n")
 	}
 	return bw.Flush()
+}
+
+// ownHeader reports a header the client writes itself, in any letter case: a caller's "content-length" or
+// "transfer-encoding" (a key set in the map directly, not made canonical by Header.Set) must never frame the
+// request a second way.
+func ownHeader(name string) bool {
+	switch len(name) {
+	case len("Host"):
+		return strings.EqualFold(name, "Host")
+	case len("Trailer"):
+		return strings.EqualFold(name, "Trailer")
+	case len("Connection"):
+		return strings.EqualFold(name, "Connection")
+	case len("Content-Length"):
+		return strings.EqualFold(name, "Content-Length")
+	case len("Transfer-Encoding"):
+		return strings.EqualFold(name, "Transfer-Encoding")
+	}
+	return false
 }
 
 // writeBody writes exactly n bytes of body. A body that writes itself (bytes.Reader, and net/http's NopCloser
@@ -310,13 +337,16 @@ func copyBody(w io.Writer, src io.Reader, limit int64) error {
 	return nil
 }
 
-// readResponse reads the answer's head (skipping 1xx answers) and sets up its body.
+// readResponse reads the answer's head (skipping 1xx answers) and sets up its body. The 1xx answers and the
+// final head share Options.MaxHeaderBytes, so that an endless run of 100 Continue ends.
 func (c *conn) readResponse(req *http.Request) (*http.Response, error) {
+	budget := c.t.opts.MaxHeaderBytes
 	for first := true; ; first = false {
-		head, err := c.readHead(first)
+		head, used, err := c.readHead(first, budget)
 		if err != nil {
 			return nil, err
 		}
+		budget -= used
 		a, err := parseHead(head)
 		if err != nil {
 			return nil, err
@@ -333,36 +363,40 @@ func (c *conn) readResponse(req *http.Request) (*http.Response, error) {
 	}
 }
 
-// readHead reads the status line and headers up to the empty line, into c.head. first marks the first head of
-// a call, whose absence (EOF before any byte) is errNoAnswer.
-func (c *conn) readHead(first bool) ([]byte, error) {
+// readHead reads the status line and headers up to the empty line, at most limit bytes, into c.head; used is
+// the bytes read, the empty line included. first marks the first head of a call, whose absence (EOF before any
+// byte) is errNoAnswer.
+func (c *conn) readHead(first bool, limit int) ([]byte, int, error) {
 	head := c.head[:0]
 	lineStart := 0
 	for {
 		line, err := c.br.ReadSlice('\n')
 		head = append(head, line...)
-		if len(head) > c.t.opts.MaxHeaderBytes {
-			return nil, fmt.Errorf("httpclient: answer's headers exceed %d bytes", c.t.opts.MaxHeaderBytes)
+		if len(head) > limit {
+			return nil, 0, fmt.Errorf("httpclient: answer's headers exceed %d bytes", c.t.opts.MaxHeaderBytes)
 		}
 		if err == bufio.ErrBufferFull {
 			continue // the same line goes on
 		}
 		if err != nil {
 			if first && len(head) == 0 && (err == io.EOF || isReset(err)) {
-				return nil, errNoAnswer
+				return nil, 0, errNoAnswer
 			}
 			if err == io.EOF {
 				err = io.ErrUnexpectedEOF
 			}
-			return nil, err
+			return nil, 0, err
 		}
 		l := head[lineStart:]
 		if len(l) <= 2 && (len(l) == 1 || l[0] == '\r') {
 			if lineStart == 0 {
-				return nil, errors.New("httpclient: empty line where an answer's status line was expected")
+				return nil, 0, errors.New("httpclient: empty line where an answer's status line was expected")
 			}
-			c.head = head
-			return head[:lineStart], nil
+			c.head = nil // a large head's buffer is not kept with the idle connection; parseHead copies it anyway
+			if cap(head) <= maxKeptHead {
+				c.head = head
+			}
+			return head[:lineStart], len(head), nil
 		}
 		lineStart = len(head)
 	}
@@ -495,11 +529,11 @@ func (c *conn) setBody(req *http.Request, a *answer) error {
 	length := int64(-1)
 	if cl, ok := h["Content-Length"]; ok && !chunked {
 		for _, v := range cl {
-			n, err := strconv.ParseInt(v, 10, 64)
-			if err != nil || n < 0 || (length >= 0 && n != length) {
+			n, err := strconv.ParseUint(v, 10, 63) // digits only: no sign, as RFC 9110 §8.6 says
+			if err != nil || (length >= 0 && int64(n) != length) {
 				return fmt.Errorf("httpclient: invalid Content-Length %q", cl)
 			}
-			length = n
+			length = int64(n)
 		}
 	}
 	resp.ContentLength = length
@@ -537,78 +571,104 @@ func hasToken(v, token string) bool {
 }
 
 // body is an answer's body, read from its connection's buffer as the caller reads. Once read to its end or
-// closed it lets go of the connection, and later calls see only its final error.
+// closed it lets go of the connection, and later calls see only its final error. Close may be called while a
+// Read is under way on another goroutine (as net/http allows, to end a stream): it closes the connection, which
+// ends that Read, and the Read lets go of it.
 type body struct {
-	c         *conn // nil once released
 	ctx       context.Context
 	chunks    io.Reader // the chunked decoder, for chunked answers
 	remaining int64     // bytes left of a Content-Length answer; -1: up to the end of the connection
 	keepAlive bool
-	err       error
+
+	mu      sync.Mutex
+	c       *conn // nil once released
+	err     error // what reads return once released
+	reading bool  // a Read is under way
+	closing bool  // Close was called during that Read
 }
 
 var errBodyClosed = errors.New("httpclient: read on closed response body")
 
 func (b *body) Read(p []byte) (int, error) {
-	if b.c == nil {
-		return 0, b.err
+	b.mu.Lock()
+	c := b.c
+	if c == nil || len(p) == 0 {
+		err := b.err
+		b.mu.Unlock()
+		return 0, err
 	}
-	if len(p) == 0 {
-		return 0, nil
+	b.reading = true
+	b.mu.Unlock()
+
+	n, reuse, err := b.read(c, p)
+
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.reading = false
+	switch {
+	case b.closing: // Close closed the connection under this Read
+		b.end(false, errBodyClosed)
+		return n, errBodyClosed
+	case err == nil:
+		return n, nil
+	case err != io.EOF && c.aborted.Load():
+		if cerr := b.ctx.Err(); cerr != nil {
+			err = cerr // the context ended the read: say so, not "use of closed connection"
+		}
 	}
-	var n int
-	var err error
+	b.end(reuse, err)
+	if err == io.EOF && n > 0 {
+		return n, nil // the next Read says io.EOF
+	}
+	return n, err
+}
+
+// read reads from c as the body's framing says. io.EOF is the body's whole end, after which the connection
+// may be reused when reuse is true; any other error ends it too.
+func (b *body) read(c *conn, p []byte) (n int, reuse bool, err error) {
 	switch {
 	case b.chunks != nil:
 		n, err = b.chunks.Read(p)
 		if err == io.EOF {
-			if terr := b.c.readTrailer(); terr != nil {
-				err = terr
-				break
+			if terr := c.readTrailer(); terr != nil {
+				return n, false, terr
 			}
-			b.end(b.keepAlive, io.EOF)
-			return n, nil
+			return n, b.keepAlive, io.EOF
 		}
 	case b.remaining > 0:
 		if int64(len(p)) > b.remaining {
 			p = p[:b.remaining]
 		}
-		n, err = b.c.br.Read(p)
+		n, err = c.br.Read(p)
 		b.remaining -= int64(n)
 		if b.remaining == 0 {
-			b.end(b.keepAlive, io.EOF)
-			return n, nil
+			return n, b.keepAlive, io.EOF
 		}
 		if err == io.EOF {
 			err = io.ErrUnexpectedEOF
 		}
 	default: // up to the end of the connection
-		n, err = b.c.br.Read(p)
-		if err == io.EOF {
-			b.end(false, io.EOF)
-			return n, io.EOF
-		}
+		n, err = c.br.Read(p)
 	}
-	if err != nil {
-		if b.c.aborted.Load() {
-			if cerr := b.ctx.Err(); cerr != nil {
-				err = cerr
-			}
-		}
-		b.end(false, err)
-	}
-	return n, err
+	return n, false, err
 }
 
 // Close lets go of the connection; one whose answer was not read to its end is closed, not reused.
 func (b *body) Close() error {
-	if b.c != nil {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	switch {
+	case b.c == nil || b.closing:
+	case b.reading:
+		b.closing = true
+		b.c.close() // ends the Read under way, which then lets go of the connection
+	default:
 		b.end(false, errBodyClosed)
 	}
 	return nil
 }
 
-// end releases the connection once, and keeps err for later reads.
+// end releases the connection once, and keeps err for later reads. b.mu is held.
 func (b *body) end(reuse bool, err error) {
 	c := b.c
 	b.c, b.err = nil, err

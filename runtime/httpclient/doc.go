@@ -19,11 +19,15 @@
 //     that does not resolve at the gateway is left to the proxy, which may be the only one able to resolve it).
 //   - cancellation: when the request's context ends, its connection is closed, which ends a write, a wait for
 //     the answer or a body read at once; the call then fails with the context's error.
-//   - bounds: an answer's head is at most Options.MaxHeaderBytes; idle connections are kept at most
-//     Options.MaxIdlePerHost per host and Options.IdleTimeout, and a connection idle for a second or more is
+//   - bounds: an answer's head, with the 1xx answers before it, is at most Options.MaxHeaderBytes; idle
+//     connections are kept at most Options.MaxIdlePerHost per host and Options.IdleTimeout, and every one is
 //     checked (a non-blocking peek) before reuse, so that one the server has closed is not written to. A call
 //     on a reused connection that fails before any byte of the answer arrived is made once more on a new
 //     connection when its body can be replayed (GetBody), as net/http does for a connection closed while idle.
+//   - one answer per request: a connection with bytes after an answer (a body longer than its length, an answer
+//     sent unasked while the connection was idle) is closed, never reused, so that they cannot become the next
+//     call's answer; the request's framing headers (Host, Content-Length, Transfer-Encoding, Connection,
+//     Trailer) are the client's own, whatever their letter case in Request.Header.
 //
 // It does not decompress answers (it sends no Accept-Encoding of its own), follow redirects or keep cookies;
 // the engine wants none of them.

@@ -4,5 +4,10 @@ package httpclient
 
 import "net"
 
-// stillOpen cannot peek here: a dead connection is found when it is used, and the call retried once.
+// peeker cannot peek here: a dead connection is found when it is used, and the call retried once.
+type peeker struct{}
+
+func (*peeker) init(net.Conn)   {}
+func (*peeker) stillOpen() bool { return true }
+
 func stillOpen(net.Conn) bool { return true }

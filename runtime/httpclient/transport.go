@@ -394,8 +394,10 @@ func newPool(k poolKey, base *tls.Config) *pool {
 	return p
 }
 
-// take returns the newest usable idle connection, or nil. A connection idle for a second or more is peeked at
-// first: one its server closed (or that has unexpected bytes waiting) is closed instead of reused.
+// take returns the newest usable idle connection, or nil. Every idle connection is peeked at first (one
+// non-blocking system call, no allocation): one its server closed, or that has bytes waiting that no request
+// asked for (an answer sent after the last one, which would become the next call's), is closed instead of
+// reused.
 func (p *pool) take(now time.Time) *conn {
 	p.mu.Lock()
 	p.lastUsed = now
@@ -403,13 +405,8 @@ func (p *pool) take(now time.Time) *conn {
 		c := p.idle[n-1]
 		p.idle[n-1] = nil
 		p.idle = p.idle[:n-1]
-		idle := now.Sub(c.idleSince)
-		if idle < time.Second {
-			p.mu.Unlock()
-			return c
-		}
 		p.mu.Unlock()
-		if idle < c.t.opts.IdleTimeout && stillOpen(c.raw) {
+		if now.Sub(c.idleSince) < c.t.opts.IdleTimeout && c.peek.stillOpen() {
 			return c
 		}
 		c.close()
