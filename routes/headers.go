@@ -55,7 +55,11 @@ func readGatewayHeaders(c *fiber.Ctx, req *runtime.Request) error {
 		if !ok {
 			return gwerr.BadRequest("authorization", "Authorization must be \"Bearer <provider token>\"")
 		}
-		req.Authorization = strings.Clone(strings.TrimSpace(token))
+		// The gateway key sent again as the Bearer token (a client given one key for both) is no provider's
+		// token: it never goes upstream.
+		if token = strings.TrimSpace(token); token != c.Get(HeaderAPIKey) {
+			req.Authorization = strings.Clone(token)
+		}
 	}
 	req.Provider = strings.Clone(req.Provider)
 	req.VirtualKey = strings.Clone(req.VirtualKey)

@@ -113,8 +113,9 @@ func mediaBoundary(contentType string) (string, error) {
 }
 
 // readFormFields reads the text fields of a multipart form (a file's bytes are skipped, never copied), at most
-// maxFormParts parts and maxFormField bytes a field. A field given twice is refused when it is model or stream,
-// so that the gateway and the provider cannot read two different values.
+// maxFormParts parts and maxFormField bytes a field. A field given twice is refused, so that the gateway (its
+// routing, conditions and checks) and the provider cannot read two different values; only a field named as a
+// list ("timestamp_granularities[]") may repeat.
 func readFormFields(raw []byte, boundary string) (map[string]string, error) {
 	mr := multipart.NewReader(bytes.NewReader(raw), boundary)
 	fields := make(map[string]string, 8)
@@ -140,7 +141,7 @@ func readFormFields(raw []byte, boundary string) (map[string]string, error) {
 		if len(value) > maxFormField {
 			return nil, gwerr.BadRequest(name, "form field %s is longer than %d bytes", name, maxFormField)
 		}
-		if _, dup := fields[name]; dup && (name == "model" || name == "stream") {
+		if _, dup := fields[name]; dup && !strings.HasSuffix(name, "[]") {
 			return nil, gwerr.BadRequest(name, "form field %s is given more than once", name)
 		}
 		fields[name] = string(value)

@@ -48,27 +48,35 @@ func isMessagesPath(path string) bool {
 // other). The key found moves to x-gateway-api-key, and its header is dropped, so that the gateway's own check
 // (authenticate) judges it and it never reaches a provider: a Bearer token is otherwise the provider's key. With
 // x-gateway-api-key present, an x-api-key without an Authorization header is the caller's provider key, as a
-// Bearer token is on the other endpoints.
+// Bearer token is on the other endpoints. An x-api-key or Bearer token that repeats the gateway key (an SDK given
+// it as both API key and auth token) is dropped as well: it is no provider's key, and would go upstream as one.
 func (s *Server) messagesAuth(c *fiber.Ctx) error {
 	h := &c.Request().Header
 	apiKey := strings.Clone(c.Get(HeaderAnthropicAPIKey))
-	if c.Get(HeaderAPIKey) != "" {
-		if apiKey != "" && c.Get(fiber.HeaderAuthorization) == "" {
-			h.Set(fiber.HeaderAuthorization, "Bearer "+apiKey)
-			h.Del(HeaderAnthropicAPIKey)
-		}
-		return s.authenticate(c)
-	}
-	switch token, bearer := bearerToken(c.Get(fiber.HeaderAuthorization)); {
+	token, bearer := bearerToken(c.Get(fiber.HeaderAuthorization))
+	token = strings.Clone(token)
+	key := strings.Clone(c.Get(HeaderAPIKey))
+	switch {
+	case key != "":
 	case apiKey != "":
-		h.Set(HeaderAPIKey, apiKey)
-		h.Del(HeaderAnthropicAPIKey)
+		key = apiKey
 	case bearer && token != "":
-		h.Set(HeaderAPIKey, strings.Clone(token))
-		h.Del(fiber.HeaderAuthorization)
+		key = token
 	default:
 		return &gwerr.Error{Status: fiber.StatusUnauthorized, Code: gwerr.CodeMissingAPIKey, Param: HeaderAnthropicAPIKey,
 			Message: "missing gateway API key: send it in x-api-key, as Authorization: Bearer, or in x-gateway-api-key"}
+	}
+	h.Set(HeaderAPIKey, key)
+	if bearer && token == key {
+		h.Del(fiber.HeaderAuthorization)
+	}
+	switch {
+	case apiKey == "":
+	case apiKey == key:
+		h.Del(HeaderAnthropicAPIKey)
+	case len(h.Peek(fiber.HeaderAuthorization)) == 0: // the provider's key, where the adapters read it
+		h.Set(fiber.HeaderAuthorization, "Bearer "+apiKey)
+		h.Del(HeaderAnthropicAPIKey)
 	}
 	return s.authenticate(c)
 }

@@ -79,7 +79,8 @@ func renamePortkeyHeaders(h *fasthttp.RequestHeader) {
 		}
 	}
 	if key := h.Peek(HeaderAPIKey); len(key) > 0 {
-		if token, ok := bytes.CutPrefix(h.Peek(fiber.HeaderAuthorization), []byte("Bearer ")); ok && bytes.Equal(bytes.TrimSpace(token), key) {
+		// Matched as readGatewayHeaders reads a Bearer token (either case), so that no copy it would take slips by.
+		if token, ok := bearerToken(string(h.Peek(fiber.HeaderAuthorization))); ok && token == string(key) {
 			h.Del(fiber.HeaderAuthorization)
 		}
 	}

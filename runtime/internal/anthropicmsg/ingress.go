@@ -265,19 +265,19 @@ func systemMessage(raw json.RawMessage) (*chatMessage, error) {
 		}
 		return &chatMessage{Role: "system", Content: s}, nil
 	}
-	blocks, err := blocksOf("system", raw)
-	if err != nil {
-		return nil, err
-	}
 	var parts []chatPart
-	for k, b := range blocks {
-		param := schema.Index("system", k)
+	_, err := eachBlock("system", raw, func(k int, b *ingressBlock) error {
 		if b.Type != "text" {
-			return nil, gwerr.BadRequest(param+".type", "%s.type must be text, not %q", param, b.Type)
+			param := schema.Index("system", k)
+			return gwerr.BadRequest(param+".type", "%s.type must be text, not %q", param, b.Type)
 		}
 		if b.Text != "" {
 			parts = append(parts, chatPart{Type: "text", Text: b.Text})
 		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	if len(parts) == 0 {
 		return nil, nil
@@ -285,22 +285,33 @@ func systemMessage(raw json.RawMessage) (*chatMessage, error) {
 	return &chatMessage{Role: "system", Content: contentOf(parts)}, nil
 }
 
-// blocksOf decodes an array of content blocks, errors naming param[k].
-func blocksOf(param string, raw json.RawMessage) ([]ingressBlock, error) {
+// eachBlock decodes an array of content blocks one at a time into the same ingressBlock (f must not keep it),
+// calls f with each, and returns how many there were; errors name param[k]. One at a time, so that the memory
+// of a translation follows what it keeps: a content array of a million empty blocks, which the body limit
+// lets through, costs no more than its bytes.
+func eachBlock(param string, raw json.RawMessage, f func(k int, b *ingressBlock) error) (int, error) {
 	if b := bytes.TrimSpace(raw); len(b) == 0 || b[0] != '[' {
-		return nil, gwerr.BadRequest(param, "%s must be a string or an array of content blocks", param)
+		return 0, gwerr.BadRequest(param, "%s must be a string or an array of content blocks", param)
 	}
-	var raws []json.RawMessage
-	if err := json.Unmarshal(raw, &raws); err != nil {
-		return nil, schema.DecodeError(raw, param, err)
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	if _, err := dec.Token(); err != nil { // the '['
+		return 0, schema.DecodeError(raw, param, err)
 	}
-	blocks := make([]ingressBlock, len(raws))
-	for k, rb := range raws {
-		if err := json.Unmarshal(rb, &blocks[k]); err != nil {
-			return nil, schema.DecodeError(rb, schema.Index(param, k), err)
+	var block ingressBlock
+	k := 0
+	for ; dec.More(); k++ {
+		block = ingressBlock{}
+		if err := dec.Decode(&block); err != nil {
+			return 0, schema.DecodeError(raw, schema.Index(param, k), err)
+		}
+		if err := f(k, &block); err != nil {
+			return 0, err
 		}
 	}
-	return blocks, nil
+	if _, err := dec.Token(); err != nil { // the ']'
+		return 0, schema.DecodeError(raw, param, err)
+	}
+	return k, nil
 }
 
 // contentOf is a message's content: one text part as a string, otherwise the parts.
@@ -336,47 +347,50 @@ func appendMessage(out []chatMessage, param string, raw json.RawMessage) ([]chat
 		}
 		return append(out, chatMessage{Role: m.Role, Content: s}), nil
 	}
-	blocks, err := blocksOf(cparam, m.Content)
-	if err != nil {
-		return nil, err
-	}
-	if len(blocks) == 0 {
-		return nil, gwerr.BadRequest(cparam, "%s must hold at least one content block", cparam)
-	}
 	if m.Role == "assistant" {
-		msg, err := assistantMessage(cparam, blocks)
+		msg, err := assistantMessage(cparam, m.Content)
 		if err != nil || msg == nil {
 			return out, err
 		}
 		return append(out, *msg), nil
 	}
-	return appendUserMessage(out, cparam, blocks)
+	return appendUserMessage(out, cparam, m.Content)
 }
 
-// assistantMessage translates an assistant's blocks: text → content, tool_use → tool_calls. An assistant turn
-// left with nothing (only thinking) gives nil.
-func assistantMessage(param string, blocks []ingressBlock) (*chatMessage, error) {
+// noBlocks refuses a content array without a block.
+func noBlocks(param string) error {
+	return gwerr.BadRequest(param, "%s must hold at least one content block", param)
+}
+
+// assistantMessage translates an assistant's blocks (content, an array): text → content, tool_use →
+// tool_calls. An assistant turn left with nothing (only thinking) gives nil.
+func assistantMessage(param string, content json.RawMessage) (*chatMessage, error) {
 	var parts []chatPart
 	var calls []schema.ToolCall
-	for k := range blocks {
-		b := &blocks[k]
-		bp := schema.Index(param, k)
+	n, err := eachBlock(param, content, func(k int, b *ingressBlock) error {
 		switch b.Type {
 		case "text":
 			if b.Text != "" {
 				parts = append(parts, chatPart{Type: "text", Text: b.Text})
 			}
 		case "tool_use":
-			call, err := toolCallOf(bp, b)
+			call, err := toolCallOf(schema.Index(param, k), b)
 			if err != nil {
-				return nil, err
+				return err
 			}
 			calls = append(calls, call)
 		case "thinking", "redacted_thinking":
 			// Dropped: see ToChat.
 		default:
-			return nil, unsupportedBlock(bp, b.Type, "an assistant message", "text, tool_use, thinking and redacted_thinking")
+			return unsupportedBlock(schema.Index(param, k), b.Type, "an assistant message", "text, tool_use, thinking and redacted_thinking")
 		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if n == 0 {
+		return nil, noBlocks(param)
 	}
 	if len(parts) == 0 && len(calls) == 0 {
 		return nil, nil
@@ -416,40 +430,45 @@ func toolCallOf(param string, b *ingressBlock) (schema.ToolCall, error) {
 	return call, nil
 }
 
-// appendUserMessage appends the tool messages of a user turn's tool_result blocks, then the user message of
-// its other blocks (and of its tool results' images), if any.
-func appendUserMessage(out []chatMessage, param string, blocks []ingressBlock) ([]chatMessage, error) {
+// appendUserMessage appends the tool messages of a user turn's tool_result blocks (content, an array), then
+// the user message of its other blocks (and of its tool results' images), if any.
+func appendUserMessage(out []chatMessage, param string, content json.RawMessage) ([]chatMessage, error) {
 	var parts, resultImages []chatPart
-	for k := range blocks {
-		b := &blocks[k]
-		bp := schema.Index(param, k)
+	n, err := eachBlock(param, content, func(k int, b *ingressBlock) error {
 		switch b.Type {
 		case "text":
 			if b.Text != "" {
 				parts = append(parts, chatPart{Type: "text", Text: b.Text})
 			}
 		case "image":
-			p, err := imagePart(bp, b.Source)
+			p, err := imagePart(schema.Index(param, k), b.Source)
 			if err != nil {
-				return nil, err
+				return err
 			}
 			parts = append(parts, p)
 		case "document":
-			p, err := documentPart(bp, b)
+			p, err := documentPart(schema.Index(param, k), b)
 			if err != nil {
-				return nil, err
+				return err
 			}
 			parts = append(parts, p)
 		case "tool_result":
-			msg, images, err := toolMessage(bp, b)
+			msg, images, err := toolMessage(schema.Index(param, k), b)
 			if err != nil {
-				return nil, err
+				return err
 			}
 			out = append(out, msg)
 			resultImages = append(resultImages, images...)
 		default:
-			return nil, unsupportedBlock(bp, b.Type, "a user message", "text, image, document and tool_result")
+			return unsupportedBlock(schema.Index(param, k), b.Type, "a user message", "text, image, document and tool_result")
 		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if n == 0 {
+		return nil, noBlocks(param)
 	}
 	if parts = append(resultImages, parts...); len(parts) > 0 {
 		out = append(out, chatMessage{Role: "user", Content: contentOf(parts)})
@@ -522,28 +541,22 @@ func toolMessage(param string, b *ingressBlock) (chatMessage, []chatPart, error)
 			}
 		} else {
 			cp := param + ".content"
-			inner, err := blocksOf(cp, b.Content)
-			if err != nil {
-				return chatMessage{}, nil, err
-			}
-			for k := range inner {
-				ib := &inner[k]
-				ip := schema.Index(cp, k)
+			_, err := eachBlock(cp, b.Content, func(k int, ib *ingressBlock) error {
 				switch ib.Type {
 				case "text":
 					if ib.Text != "" {
 						texts = append(texts, chatPart{Type: "text", Text: ib.Text})
 					}
 				case "image":
-					p, err := imagePart(ip, ib.Source)
+					p, err := imagePart(schema.Index(cp, k), ib.Source)
 					if err != nil {
-						return chatMessage{}, nil, err
+						return err
 					}
 					images = append(images, p)
 				case "document":
-					p, err := documentPart(ip, ib)
+					p, err := documentPart(schema.Index(cp, k), ib)
 					if err != nil {
-						return chatMessage{}, nil, err
+						return err
 					}
 					if p.Type == "text" {
 						texts = append(texts, p)
@@ -551,8 +564,12 @@ func toolMessage(param string, b *ingressBlock) (chatMessage, []chatPart, error)
 						images = append(images, p)
 					}
 				default:
-					return chatMessage{}, nil, unsupportedBlock(ip, ib.Type, "a tool_result", "text, image and document")
+					return unsupportedBlock(schema.Index(cp, k), ib.Type, "a tool_result", "text, image and document")
 				}
+				return nil
+			})
+			if err != nil {
+				return chatMessage{}, nil, err
 			}
 		}
 	}

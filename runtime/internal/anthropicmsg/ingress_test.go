@@ -250,6 +250,14 @@ func FuzzToChat(f *testing.F) {
 		}
 		f.Add(b)
 	}
+	// Hostile shapes: blocks decoded one at a time (eachBlock), a tool result holding images and documents, a
+	// malformed block after good ones, an array that never closes.
+	f.Add([]byte(`{"model":"m","max_tokens":1,"messages":[{"role":"user","content":[{"type":"text","text":""},{"type":"tool_result",` +
+		`"tool_use_id":"t","is_error":true,"content":[{"type":"image","source":{"type":"url","url":"u"}},{"type":"document",` +
+		`"source":{"type":"text","data":"d"}},{"type":"text","text":"r"}]},{"type":"text","text":"x"}]}]}`))
+	f.Add([]byte(`{"model":"m","max_tokens":1,"system":[{"type":"text","text":"s"},{"type":"text","text":1}],"messages":[{"role":"user","content":"x"}]}`))
+	f.Add([]byte(`{"model":"m","max_tokens":1,"messages":[{"role":"assistant","content":[{"type":"thinking"},{"type":"tool_use","id":"a","name":"b"},2]}]}`))
+	f.Add([]byte(`{"model":"m","max_tokens":1,"messages":[{"role":"user","content":[{"type":"text","text":"a"},{"type":"text","text":"b"}`))
 	f.Fuzz(func(t *testing.T, in []byte) {
 		out, err := ToChat(in)
 		if err != nil {
