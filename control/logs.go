@@ -62,6 +62,16 @@ func (p *Plane) logQuery(caller Caller, f LogFilter) (storage.LogQuery, error) {
 		return q, err
 	}
 	q.WorkspaceID = ws
+	for _, b := range [...]struct {
+		name string
+		t    time.Time
+	}{{"from", f.From}, {"to", f.To}} {
+		if !b.t.IsZero() {
+			if err := logTimeParam(b.name, b.t); err != nil {
+				return q, err
+			}
+		}
+	}
 	if f.Status != 0 && (f.Status < 100 || f.Status > 599) {
 		return q, gwerr.BadRequest("status", "status must be an HTTP status from 100 to 599, not %d", f.Status)
 	}
@@ -136,6 +146,12 @@ func (p *Plane) LogStats(_ context.Context, caller Caller, f LogStatsFilter) (*s
 	if f.Bucket < time.Second || f.Bucket > MaxLogStatsBucket || f.Bucket%time.Second != 0 {
 		return nil, gwerr.BadRequest("bucket", "bucket must be a whole number of seconds from 1 to %d, not %v", int(MaxLogStatsBucket/time.Second), f.Bucket)
 	}
+	if err := logTimeParam("from", f.From); err != nil {
+		return nil, err
+	}
+	if err := logTimeParam("to", f.To); err != nil {
+		return nil, err
+	}
 	if !f.From.Before(f.To) {
 		return nil, gwerr.BadRequest("to", "to (%d) must be after from (%d)", f.To.Unix(), f.From.Unix())
 	}
@@ -153,6 +169,15 @@ func (p *Plane) LogStats(_ context.Context, caller Caller, f LogStatsFilter) (*s
 		return nil, gwerr.Internal(err)
 	}
 	return stats, nil
+}
+
+// logTimeParam refuses a time the request log cannot be queried at (storage.LogTimeInRange): past
+// storage.MaxLogUnix its keys' nanoseconds would wrap around to another range of entries.
+func logTimeParam(name string, t time.Time) error {
+	if !storage.LogTimeInRange(t) {
+		return gwerr.BadRequest(name, "%s must be a time in Unix seconds from 0 to %d, not %d", name, storage.MaxLogUnix, t.Unix())
+	}
+	return nil
 }
 
 // GetLog returns the caller's workspace's log entry id with its bodies, when they were stored; another

@@ -12,9 +12,10 @@ const consolePrefix = "/console"
 // consoleRoutes mounts the web console: public static files, outside the /v1 group and its key check (the page
 // asks for the admin key and sends it to the admin API itself). The console package sets every header; fiber's
 // non-strict routing lets "/console/" reach the first route, and the handler tells it from "/console" by the
-// raw path, so neither redirects.
+// raw path, so neither redirects. Every method goes to the handler, which answers all but GET and HEAD with its
+// own 405: the router's would lack the console's security headers.
 func (s *Server) consoleRoutes() {
 	h := adaptor.HTTPHandler(console.Handler(consolePrefix))
-	s.app.Get(consolePrefix, h)
-	s.app.Get(consolePrefix+"/*", h)
+	s.app.All(consolePrefix, h)
+	s.app.All(consolePrefix+"/*", h)
 }

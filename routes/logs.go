@@ -52,25 +52,91 @@ func (s *Server) storeLog(start time.Time, req *runtime.Request, resp *runtime.R
 // loggedHookResults is the stored hook_results of an answer, nil when no hook ran. A check's data is left out
 // ("data": null): it may quote the request or the answer, which are stored only with --log-bodies. Only
 // requests with hooks pay for the copy and the encoding.
+//
+// It is stored with every entry, bodies or not, and comes from the config (how many hooks and checks) and the
+// checks (a plugin's error message), so it is bounded: at most maxLoggedHooks hooks and maxLoggedChecks checks
+// are kept, their texts cut at maxLoggedText bytes, and when that is still more than maxLoggedHookResults the
+// hooks are kept without their checks. Anything left out marks the value "truncated": true.
 func loggedHookResults(h *runtime.HookResults) json.RawMessage {
 	if len(h.Before) == 0 && len(h.After) == 0 {
 		return nil
 	}
-	strip := func(in []guardrails.HookResult) []guardrails.HookResult {
-		out := slices.Clone(in)
-		for i := range out {
-			out[i].Checks = slices.Clone(out[i].Checks)
-			for j := range out[i].Checks {
-				out[i].Checks[j].Data = nil
+	hooks, checks := maxLoggedHooks, maxLoggedChecks
+	v := loggedHooks{}
+	v.Before, v.Truncated = keptHooks(h.Before, &hooks, &checks, v.Truncated)
+	v.After, v.Truncated = keptHooks(h.After, &hooks, &checks, v.Truncated)
+	raw, err := json.Marshal(v)
+	if err == nil && len(raw) > maxLoggedHookResults {
+		for _, side := range [][]guardrails.HookResult{v.Before, v.After} {
+			for i := range side {
+				side[i].Checks = []guardrails.CheckResult{}
 			}
 		}
-		return out
+		v.Truncated = true
+		raw, err = json.Marshal(v)
 	}
-	raw, err := json.Marshal(runtime.HookResults{Before: strip(h.Before), After: strip(h.After)})
 	if err != nil {
 		return nil
 	}
 	return raw
+}
+
+// Bounds of the hook_results stored with an entry (loggedHookResults). With texts cut at maxLoggedText bytes (at
+// most 6 bytes each in JSON), maxLoggedHooks hooks without their checks always fit in maxLoggedHookResults.
+const (
+	maxLoggedHookResults = 64 << 10
+	maxLoggedHooks       = 16
+	maxLoggedChecks      = 64
+	maxLoggedText        = 256
+)
+
+// loggedHooks is the stored hook_results: runtime.HookResults's lists, and whether some were left out.
+type loggedHooks struct {
+	Before    []guardrails.HookResult `json:"before_request_hooks"`
+	After     []guardrails.HookResult `json:"after_request_hooks"`
+	Truncated bool                    `json:"truncated,omitempty"`
+}
+
+// keptHooks copies the hooks, and their checks without data, that the budgets still allow (counting them off),
+// with their texts cut; cut is true when anything was left out, or was already.
+func keptHooks(in []guardrails.HookResult, hooks, checks *int, cut bool) ([]guardrails.HookResult, bool) {
+	n := min(len(in), *hooks)
+	*hooks -= n
+	out := make([]guardrails.HookResult, n)
+	cut = cut || n < len(in)
+	for i := range out {
+		hr := in[i]
+		hr.ID, cut = cutText(hr.ID, cut)
+		hr.Type, cut = cutText(hr.Type, cut)
+		k := min(len(hr.Checks), *checks)
+		*checks -= k
+		cut = cut || k < len(hr.Checks)
+		hr.Checks = slices.Clone(hr.Checks[:k])
+		if hr.Checks == nil {
+			hr.Checks = []guardrails.CheckResult{}
+		}
+		for j := range hr.Checks {
+			c := &hr.Checks[j]
+			c.Data = nil
+			c.ID, cut = cutText(c.ID, cut)
+			if c.Error != nil {
+				msg, shorter := cutText(*c.Error, false)
+				if shorter {
+					c.Error, cut = &msg, true
+				}
+			}
+		}
+		out[i] = hr
+	}
+	return out, cut
+}
+
+// cutText cuts s to maxLoggedText bytes at a character's start; cut is true when it was cut, or already was.
+func cutText(s string, cut bool) (string, bool) {
+	if len(s) <= maxLoggedText {
+		return s, cut
+	}
+	return strings.ToValidUTF8(s[:maxLoggedText], "") + "…", true
 }
 
 // logList is the answer of GET /v1/logs: a cursor list, and, when has_more, next_after, the after of the next
@@ -122,7 +188,7 @@ func logFilter(c *fiber.Ctx) (control.LogFilter, error) {
 	}{{"from", &f.From}, {"to", &f.To}} {
 		if raw := c.Query(b.name); raw != "" {
 			n, err := strconv.ParseInt(raw, 10, 64)
-			if err != nil || n < 0 || n > 1<<40 {
+			if err != nil || n < 0 || n > storage.MaxLogUnix {
 				return f, gwerr.BadRequest(b.name, "%s must be a time in Unix seconds, not %q", b.name, raw)
 			}
 			*b.t = time.Unix(n, 0)
@@ -186,7 +252,7 @@ func (s *Server) logStats(c *fiber.Ctx) error {
 		name     string
 		v        *int64
 		min, max int64
-	}{{"from", &from, 0, 1 << 40}, {"to", &to, 0, 1 << 40}, {"bucket", &bucket, 1, int64(control.MaxLogStatsBucket / time.Second)}} {
+	}{{"from", &from, 0, storage.MaxLogUnix}, {"to", &to, 0, storage.MaxLogUnix}, {"bucket", &bucket, 1, int64(control.MaxLogStatsBucket / time.Second)}} {
 		raw := c.Query(q.name)
 		if raw == "" {
 			continue

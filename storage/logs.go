@@ -53,6 +53,16 @@ const (
 	logStampBytes = 12
 )
 
+// MaxLogUnix is the latest time, in Unix seconds, a log query may name (2242): a stamp holds Unix nanoseconds in
+// 64 bits, which run out in 2262, and a later time would wrap around to another range of entries.
+const MaxLogUnix = 1 << 33
+
+// LogTimeInRange reports whether a stamp holds t: from 1970 to MaxLogUnix.
+func LogTimeInRange(t time.Time) bool {
+	u := t.Unix()
+	return u >= 0 && u <= MaxLogUnix
+}
+
 // logStampDigits are the stamp's digits, in their order.
 const logStampDigits = "0123456789abcdefghijklmnopqrstuv"
 
@@ -603,6 +613,9 @@ func (ls *LogStore) List(q LogQuery) (*LogPage, error) {
 	if maxScan <= 0 {
 		maxScan = DefaultLogMaxScan
 	}
+	if (!q.From.IsZero() && !LogTimeInRange(q.From)) || (!q.To.IsZero() && !LogTimeInRange(q.To)) {
+		return nil, fmt.Errorf("storage: list logs: a time outside 1970 to Unix %d", MaxLogUnix)
+	}
 	p := prefix(tableLog)
 	var wsMember []byte // the workspace_id member of the workspace's entries, as appendLogEntry writes it
 	if q.WorkspaceID != "" {
@@ -789,6 +802,9 @@ type logStatsFields struct {
 func (ls *LogStore) Stats(q LogStatsQuery) (*LogStats, error) {
 	if q.Bucket <= 0 || !q.From.Before(q.To) {
 		return nil, fmt.Errorf("storage: log stats: empty range or bucket")
+	}
+	if !LogTimeInRange(q.From) || !LogTimeInRange(q.To) {
+		return nil, fmt.Errorf("storage: log stats: a time outside 1970 to Unix %d", MaxLogUnix)
 	}
 	maxScan := q.MaxScan
 	if maxScan <= 0 {
