@@ -508,7 +508,7 @@ func (ls *LogStore) Append(entries []*LogEntry) error {
 		raw = appendLogEntry(raw[:0], e, false)
 		k = appendKey(k[:0], tableLog, stamp)
 		_ = b.Set(k, raw, nil)
-		if e.Request != nil || e.Response != nil || len(e.Route) > 0 || len(e.HookResults) > 0 {
+		if e.Request != nil || e.Response != nil || len(e.HookResults) > 0 || !impliedRoute(e) {
 			raw = appendLogDetail(raw[:0], e)
 			k = appendReversedLogStamp(append(appendKey(k[:0], tableLogBody), '/'), stamp)
 			_ = b.Set(k, raw, nil)
@@ -542,6 +542,18 @@ func (ls *LogStore) Get(workspaceID, id string) (*LogEntry, error) {
 	return e, nil
 }
 
+// impliedRoute reports a route that the entry's own fields say whole: none, or one step, called once, that
+// answered the request. Most requests take that route; storing it apart would double the keys a request writes
+// (and the request log's share of pebble's compactions), so GetBodies rebuilds it from the entry instead.
+func impliedRoute(e *LogEntry) bool {
+	if len(e.Route) != 1 {
+		return len(e.Route) == 0
+	}
+	s := e.Route[0]
+	return s.Outcome == RouteOK && s.Attempt == 0 && s.Error == "" && s.Path == e.Target && s.Provider == e.Provider &&
+		s.Status == e.Status && s.Latency.Microseconds() == e.UpstreamLatency.Microseconds()
+}
+
 // GetBodies sets e's detail from the store: Request and Response when they were stored, Route and HookResults,
 // and Detailed, which puts route and hook_results in its JSON view.
 func (ls *LogStore) GetBodies(e *LogEntry) error {
@@ -555,6 +567,9 @@ func (ls *LogStore) GetBodies(e *LogEntry) error {
 	}
 	e.Detailed = true
 	if errors.Is(err, ErrNotFound) {
+		if e.Target != "" { // no detail was needed: the route was the one step the entry itself says
+			e.Route = []LogRouteStep{{Path: e.Target, Provider: e.Provider, Status: e.Status, Latency: e.UpstreamLatency, Outcome: RouteOK}}
+		}
 		return nil
 	}
 	if err != nil {

@@ -579,3 +579,41 @@ func TestLogsStatsBounds(t *testing.T) {
 		t.Fatalf("another workspace = %+v, %v", st, err)
 	}
 }
+
+// TestLogsImpliedRouteWritesOneKey: the route most requests take (one target, called once, that answered) is
+// rebuilt from the entry, so such an entry writes one key; any other route is stored apart.
+func TestLogsImpliedRouteWritesOneKey(t *testing.T) {
+	s := openTest(t, nil, nil)
+	step := LogRouteStep{Path: "config", Provider: "openai", Status: 200, Latency: 1500 * time.Microsecond, Outcome: RouteOK}
+	simple := &LogEntry{WorkspaceID: "ws1", CreatedAt: logBase, Status: 200, Provider: "openai", Target: "config",
+		UpstreamLatency: 1500 * time.Microsecond, Route: []LogRouteStep{step}}
+	retried := &LogEntry{WorkspaceID: "ws1", CreatedAt: logBase.Add(time.Second), Status: 200, Provider: "openai", Target: "config",
+		UpstreamLatency: 3 * time.Millisecond, Route: []LogRouteStep{{Path: "config", Provider: "openai", Status: 502, Outcome: RouteError, Error: "bad gateway"},
+			{Path: "config", Provider: "openai", Attempt: 1, Status: 200, Latency: 1500 * time.Microsecond, Outcome: RouteOK}}}
+	if err := s.Logs.Append([]*LogEntry{simple, retried}); err != nil {
+		t.Fatal(err)
+	}
+	it, err := s.db.NewIter(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	details := 0
+	for it.First(); it.Valid(); it.Next() {
+		if bytes.HasPrefix(it.Key(), prefix(tableLogBody)) {
+			details++
+		}
+	}
+	it.Close()
+	if details != 1 {
+		t.Fatalf("%d detail keys for an implied route and a retried one, want 1", details)
+	}
+	for _, e := range []*LogEntry{simple, retried} {
+		got, _ := s.Logs.Get("ws1", e.ID)
+		if err := s.Logs.GetBodies(got); err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(got.Route, e.Route) {
+			t.Fatalf("route of %s = %+v, want %+v", e.ID, got.Route, e.Route)
+		}
+	}
+}
