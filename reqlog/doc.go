@@ -12,8 +12,9 @@
 // request_truncated or response_truncated), and encodes. A sweeper deletes entries older than Retention at
 // start and every SweepEvery, with range deletions over time-ordered keys.
 //
-// What is stored: the entry's fields and the caller's metadata; the request and response bodies only with
-// Options.Bodies (--log-bodies). Never a header: the Authorization header, gateway API keys and x-gateway-config
+// What is stored: the entry's fields and the caller's metadata; the request's route (every target tried) when it
+// is not the one the fields already say, and its hook results without the checks' data, bounded (routes builds
+// both); the request and response bodies only with Options.Bodies (--log-bodies). Never a header: the Authorization header, gateway API keys and x-gateway-config
 // (whose inline targets may hold provider keys) are not part of an Entry. A request body is the caller's own.
 //
 // Example:

@@ -392,6 +392,9 @@ function renderHooks(results) {
     box.append(ul);
   }
   if (!any) box.append(h('p', { class: 'muted', text: 'No hooks or guardrails ran.' }));
+  if (results && results.truncated === true) {
+    box.append(h('p', { class: 'muted', text: 'Only part of the results was stored (too many hooks or checks, or long texts).' }));
+  }
 }
 
 function checkItem(c) {
