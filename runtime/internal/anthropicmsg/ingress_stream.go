@@ -196,23 +196,7 @@ func (s *chatStream) step() {
 }
 
 // readLine returns the next line without its line ending. The slice is valid until the next call.
-func (s *chatStream) readLine() ([]byte, error) {
-	line, err := s.br.ReadSlice('\n')
-	if errors.Is(err, bufio.ErrBufferFull) {
-		s.line = append(s.line[:0], line...)
-		for errors.Is(err, bufio.ErrBufferFull) {
-			line, err = s.br.ReadSlice('\n')
-			if len(s.line)+len(line)+len(s.data) > MaxEventSize {
-				return nil, ErrEventTooLarge
-			}
-			s.line = append(s.line, line...)
-		}
-		line = s.line
-	}
-	line = bytes.TrimSuffix(line, []byte{'\n'})
-	line = bytes.TrimSuffix(line, []byte{'\r'})
-	return line, err
-}
+func (s *chatStream) readLine() ([]byte, error) { return readSSELine(s.br, &s.line, len(s.data)) }
 
 // field handles one non-blank line: data lines gather, comments and other fields (event:, id:) are skipped.
 func (s *chatStream) field(line []byte) error {

@@ -148,18 +148,23 @@ func (s *stream) step() error {
 var errDone = io.EOF
 
 // readLine returns the next line without its line ending. The slice is valid until the next call.
-func (s *stream) readLine() ([]byte, error) {
-	line, err := s.br.ReadSlice('\n')
+func (s *stream) readLine() ([]byte, error) { return readSSELine(s.br, &s.line, len(s.data)) }
+
+// readSSELine returns br's next line without its line ending; a line longer than br's buffer is gathered in
+// *long. pending is the length of the event's data so far, which counts towards MaxEventSize. The slice is
+// valid until the next call. Both directions' stream readers use it.
+func readSSELine(br *bufio.Reader, long *[]byte, pending int) ([]byte, error) {
+	line, err := br.ReadSlice('\n')
 	if errors.Is(err, bufio.ErrBufferFull) {
-		s.line = append(s.line[:0], line...)
+		*long = append((*long)[:0], line...)
 		for errors.Is(err, bufio.ErrBufferFull) {
-			line, err = s.br.ReadSlice('\n')
-			if len(s.line)+len(line)+len(s.data) > MaxEventSize {
+			line, err = br.ReadSlice('\n')
+			if len(*long)+len(line)+pending > MaxEventSize {
 				return nil, ErrEventTooLarge
 			}
-			s.line = append(s.line, line...)
+			*long = append(*long, line...)
 		}
-		line = s.line
+		line = *long
 	}
 	line = bytes.TrimSuffix(line, []byte{'\n'})
 	line = bytes.TrimSuffix(line, []byte{'\r'})
