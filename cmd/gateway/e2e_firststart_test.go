@@ -56,6 +56,9 @@ func TestFirstStartKey(t *testing.T) {
 				if !strings.Contains(p.stdout.String(), "curl -s "+p.base+"/v1/api-keys -H 'x-gateway-api-key: "+key+"'") {
 					t.Errorf("first start printed no ready-to-paste curl line:\n%s", p.stdout)
 				}
+				if !strings.Contains(p.stdout.String(), p.base+"/console") {
+					t.Errorf("first start did not say where the console is:\n%s", p.stdout)
+				}
 				// Listing keys needs the admin right.
 				if status, body, _ := call(t, "GET", p.base+"/v1/api-keys", key, ""); status != 200 {
 					t.Fatalf("the printed key cannot manage keys: %d %v", status, body)

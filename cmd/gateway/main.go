@@ -350,5 +350,9 @@ Try it (lists the workspace's API keys):
 
     curl -s http://%s/v1/api-keys -H 'x-gateway-api-key: %s'
 
-`, storage.DefaultWorkspaceSlug, secret, host, secret)
+or open the console and sign in with the key:
+
+    http://%s/console
+
+`, storage.DefaultWorkspaceSlug, secret, host, secret, host)
 }
