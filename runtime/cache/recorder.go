@@ -9,14 +9,15 @@ import (
 	"strings"
 
 	"github.com/llmgw/gateway/internal/jsonstr"
+	"github.com/llmgw/gateway/internal/sse"
 )
 
 // Limits of a recorded stream. A stream beyond them still passes through; it is just not cached.
 const (
 	// MaxEventSize bounds one SSE line or event.
-	MaxEventSize = 8 << 20
+	MaxEventSize = sse.MaxEvent
 	// MaxAnswerSize bounds the assembled answer (the storage limit of a cached body).
-	MaxAnswerSize = 64 << 20
+	MaxAnswerSize = sse.MaxAnswer
 )
 
 // NewRecorder passes an OpenAI SSE stream (chat.completion.chunk or text_completion chunks) through unchanged,
@@ -43,21 +44,16 @@ type recorder struct {
 	src  io.ReadCloser
 	done func([]byte)
 
-	stopped bool   // [DONE] seen, or the stream cannot be cached: pass the rest through untouched
-	line    []byte // the current line, not yet ended
-	afterCR bool   // the last line ended with '\r': a '\n' right after it ends nothing more
-	data    []byte // the data lines of the current event, joined with '\n'
-	hasData bool
-	errEvt  bool // the current event is "event: error"
+	stopped bool // [DONE] seen, or the stream cannot be cached: pass the rest through untouched
+	events  sse.Splitter
 	asm     assembler
 }
 
 func (r *recorder) Read(p []byte) (int, error) {
 	n, err := r.src.Read(p)
 	if !r.stopped {
-		r.feed(p[:n])
-		if err == io.EOF {
-			r.eof()
+		if !r.events.Feed(p[:n], r) || err == io.EOF && !r.events.End(r) {
+			r.stop()
 		}
 		if err != nil {
 			r.stop() // a stream that breaks is never cached
@@ -74,97 +70,14 @@ func (r *recorder) Close() error {
 // stop gives up on the stream: nothing more is parsed and done is not called.
 func (r *recorder) stop() {
 	r.stopped = true
-	r.line, r.data, r.asm = nil, nil, assembler{}
+	r.events.Reset()
+	r.asm = assembler{}
 }
 
-// feed splits p into lines; SSE ends a line with "\r\n", "\n" or "\r".
-func (r *recorder) feed(p []byte) {
-	for len(p) > 0 && !r.stopped {
-		if r.afterCR {
-			r.afterCR = false
-			if p[0] == '\n' {
-				p = p[1:]
-				continue
-			}
-		}
-		i := bytes.IndexAny(p, "\r\n")
-		if i < 0 {
-			r.appendLine(p)
-			return
-		}
-		r.appendLine(p[:i])
-		if r.stopped {
-			return
-		}
-		r.afterCR = p[i] == '\r'
-		r.endLine()
-		p = p[i+1:]
-	}
-}
-
-func (r *recorder) appendLine(b []byte) {
-	if len(r.line)+len(b) > MaxEventSize {
-		r.stop()
-		return
-	}
-	r.line = append(r.line, b...)
-}
-
-// eof handles the end of the stream: a last line without its line ending, and a last event without its blank
-// line, are taken as they are (some servers end with "data: [DONE]" and nothing after it).
-func (r *recorder) eof() {
-	if len(r.line) > 0 {
-		r.endLine()
-	}
-	if !r.stopped && r.hasData {
-		r.dispatch()
-	}
-}
-
-// endLine handles one complete line, as the SSE format reads it.
-func (r *recorder) endLine() {
-	line := r.line
-	r.line = r.line[:0]
-	if len(line) == 0 {
-		if r.hasData {
-			r.dispatch()
-		}
-		r.errEvt = false
-		return
-	}
-	if line[0] == ':' {
-		return // a comment (keep-alive)
-	}
-	field, value := line, []byte(nil)
-	if i := bytes.IndexByte(line, ':'); i >= 0 {
-		field, value = line[:i], line[i+1:]
-		if len(value) > 0 && value[0] == ' ' {
-			value = value[1:]
-		}
-	}
-	switch string(field) {
-	case "data":
-		if len(r.data)+1+len(value) > MaxEventSize {
-			r.stop()
-			return
-		}
-		if r.hasData {
-			r.data = append(r.data, '\n')
-		}
-		r.data = append(r.data, value...)
-		r.hasData = true
-	case "event":
-		r.errEvt = string(value) == "error"
-	}
-}
-
-// dispatch handles the event whose data has been gathered.
-func (r *recorder) dispatch() {
-	data := r.data
-	r.data, r.hasData = r.data[:0], false
-	if r.errEvt {
-		r.stop()
-		return
+// Event handles one event of the stream (sse.Handler); false stops following it.
+func (r *recorder) Event(data []byte, errorEvent bool) bool {
+	if r.stopped || errorEvent {
+		return false
 	}
 	if string(bytes.TrimSpace(data)) == "[DONE]" {
 		answer, ok := r.asm.build()
@@ -172,11 +85,9 @@ func (r *recorder) dispatch() {
 		if ok {
 			r.done(answer)
 		}
-		return
+		return false
 	}
-	if !r.asm.add(data) {
-		r.stop()
-	}
+	return r.asm.add(data)
 }
 
 // assembler gathers the chunks of one stream into the answer.

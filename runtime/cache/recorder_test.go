@@ -100,7 +100,7 @@ const (
 	done   = "data: [DONE]"
 )
 
-func sse(lines ...string) string { return strings.Join(lines, "\n\n") + "\n\n" }
+func sseOf(lines ...string) string { return strings.Join(lines, "\n\n") + "\n\n" }
 
 func TestRecorderCalls(t *testing.T) {
 	want := `{"id":"c1","object":"chat.completion","created":1,"model":"m","choices":[{"index":0,"message":{"role":"assistant","content":"Hello"},"logprobs":null,"finish_reason":"stop"}]}`
@@ -108,16 +108,16 @@ func TestRecorderCalls(t *testing.T) {
 		name   string
 		stream string
 	}{
-		{"plain", sse(chunkA, chunkB, done)},
-		{"no space after data:", sse(strings.Replace(chunkA, "data: ", "data:", 1), chunkB, "data:[DONE]")},
-		{"CR line endings", strings.ReplaceAll(sse(chunkA, chunkB, done), "\n", "\r")},
-		{"CRLF line endings", strings.ReplaceAll(sse(chunkA, chunkB, done), "\n", "\r\n")},
-		{"[DONE] without blank line", sse(chunkA, chunkB) + done + "\n"},
-		{"[DONE] without line end", sse(chunkA, chunkB) + done},
-		{"comments, ids and retry", ": hi\n\nid: 1\nretry: 100\n" + sse(chunkA, chunkB, done)},
-		{"bytes after [DONE]", sse(chunkA, chunkB, done) + "data: {\"error\":{}}\n\n"},
-		{"hook_results event", sse(chunkA, chunkB, `data: {"hook_results":{"before_request_hooks":[],"after_request_hooks":[]}}`, done)},
-		{"ping event", sse(chunkA, "event: ping\ndata: {}", chunkB, done)},
+		{"plain", sseOf(chunkA, chunkB, done)},
+		{"no space after data:", sseOf(strings.Replace(chunkA, "data: ", "data:", 1), chunkB, "data:[DONE]")},
+		{"CR line endings", strings.ReplaceAll(sseOf(chunkA, chunkB, done), "\n", "\r")},
+		{"CRLF line endings", strings.ReplaceAll(sseOf(chunkA, chunkB, done), "\n", "\r\n")},
+		{"[DONE] without blank line", sseOf(chunkA, chunkB) + done + "\n"},
+		{"[DONE] without line end", sseOf(chunkA, chunkB) + done},
+		{"comments, ids and retry", ": hi\n\nid: 1\nretry: 100\n" + sseOf(chunkA, chunkB, done)},
+		{"bytes after [DONE]", sseOf(chunkA, chunkB, done) + "data: {\"error\":{}}\n\n"},
+		{"hook_results event", sseOf(chunkA, chunkB, `data: {"hook_results":{"before_request_hooks":[],"after_request_hooks":[]}}`, done)},
+		{"ping event", sseOf(chunkA, "event: ping\ndata: {}", chunkB, done)},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -139,20 +139,20 @@ func TestRecorderDoesNotCall(t *testing.T) {
 		name   string
 		stream string
 	}{
-		{"no [DONE]", sse(chunkA, chunkB)},
-		{"cut mid-event", sse(chunkA) + chunkB[:40]},
-		{"error event", sse(chunkA, `data: {"error":{"message":"overloaded","type":"server_error"}}`, done)},
-		{"error in a chunk", sse(chunkA, strings.Replace(chunkB, `"choices"`, `"error":{"message":"x"},"choices"`, 1), done)},
-		{"event: error", sse(chunkA, "event: error\ndata: {\"message\":\"x\"}", chunkB, done)},
-		{"guardrail deny", sse(chunkA, chunkB, `data: {"error":{"message":"denied","type":"hooks_failed"}}`)},
-		{"not JSON", sse(chunkA, "data: {oops", chunkB, done)},
-		{"no finish_reason", sse(chunkA, strings.Replace(chunkB, `"stop"`, "null", 1), done)},
-		{"no choices", sse(`data: {"id":"c1","choices":[],"usage":{"total_tokens":1}}`, done)},
-		{"nothing", sse(done)},
-		{"content_blocks", sse(chunkA, `data: {"id":"c1","choices":[{"index":0,"delta":{"content_blocks":[{"index":0,"delta":{"thinking":"x"}}]}}]}`, chunkB, done)},
-		{"delta not an object", sse(chunkA, `data: {"id":"c1","choices":[{"index":0,"delta":"x"}]}`, chunkB, done)},
-		{"chat then text", sse(chunkA, `data: {"object":"text_completion","choices":[{"index":0,"text":"x"}]}`, chunkB, done)},
-		{"line too long", sse(chunkA, "data: \""+strings.Repeat("x", MaxEventSize)+"\"", chunkB, done)},
+		{"no [DONE]", sseOf(chunkA, chunkB)},
+		{"cut mid-event", sseOf(chunkA) + chunkB[:40]},
+		{"error event", sseOf(chunkA, `data: {"error":{"message":"overloaded","type":"server_error"}}`, done)},
+		{"error in a chunk", sseOf(chunkA, strings.Replace(chunkB, `"choices"`, `"error":{"message":"x"},"choices"`, 1), done)},
+		{"event: error", sseOf(chunkA, "event: error\ndata: {\"message\":\"x\"}", chunkB, done)},
+		{"guardrail deny", sseOf(chunkA, chunkB, `data: {"error":{"message":"denied","type":"hooks_failed"}}`)},
+		{"not JSON", sseOf(chunkA, "data: {oops", chunkB, done)},
+		{"no finish_reason", sseOf(chunkA, strings.Replace(chunkB, `"stop"`, "null", 1), done)},
+		{"no choices", sseOf(`data: {"id":"c1","choices":[],"usage":{"total_tokens":1}}`, done)},
+		{"nothing", sseOf(done)},
+		{"content_blocks", sseOf(chunkA, `data: {"id":"c1","choices":[{"index":0,"delta":{"content_blocks":[{"index":0,"delta":{"thinking":"x"}}]}}]}`, chunkB, done)},
+		{"delta not an object", sseOf(chunkA, `data: {"id":"c1","choices":[{"index":0,"delta":"x"}]}`, chunkB, done)},
+		{"chat then text", sseOf(chunkA, `data: {"object":"text_completion","choices":[{"index":0,"text":"x"}]}`, chunkB, done)},
+		{"line too long", sseOf(chunkA, "data: \""+strings.Repeat("x", MaxEventSize)+"\"", chunkB, done)},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -169,7 +169,7 @@ func TestRecorderDoesNotCall(t *testing.T) {
 
 func TestRecorderReadError(t *testing.T) {
 	boom := errors.New("connection reset")
-	src := io.MultiReader(strings.NewReader(sse(chunkA, chunkB)), iotest.ErrReader(boom), strings.NewReader(sse(done)))
+	src := io.MultiReader(strings.NewReader(sseOf(chunkA, chunkB)), iotest.ErrReader(boom), strings.NewReader(sseOf(done)))
 	called := false
 	rec := NewRecorder(io.NopCloser(src), func([]byte) { called = true })
 	if _, err := io.ReadAll(rec); !errors.Is(err, boom) {
@@ -179,7 +179,7 @@ func TestRecorderReadError(t *testing.T) {
 		t.Fatal("done called for a broken stream")
 	}
 	// Closed before the end: never called, and src is closed.
-	src2 := &closeRecorder{Reader: strings.NewReader(sse(chunkA, chunkB, done))}
+	src2 := &closeRecorder{Reader: strings.NewReader(sseOf(chunkA, chunkB, done))}
 	rec = NewRecorder(src2, func([]byte) { called = true })
 	buf := make([]byte, 10)
 	rec.Read(buf)
@@ -197,7 +197,7 @@ type closeRecorder struct {
 func (c *closeRecorder) Close() error { c.closed = true; return nil }
 
 func TestRecorderToolCallsWithoutIndex(t *testing.T) {
-	stream := sse(
+	stream := sseOf(
 		`data: {"id":"g","object":"chat.completion.chunk","created":2,"model":"gemini","choices":[{"index":0,"delta":{"role":"assistant","tool_calls":[{"id":"a","type":"function","function":{"name":"f","arguments":"{\"x\":"}}]}}]}`,
 		`data: {"id":"g","object":"chat.completion.chunk","created":2,"model":"gemini","choices":[{"index":0,"delta":{"tool_calls":[{"function":{"arguments":"1}"}}]}}]}`,
 		`data: {"id":"g","object":"chat.completion.chunk","created":2,"model":"gemini","choices":[{"index":0,"delta":{"tool_calls":[{"id":"b","type":"function","function":{"name":"g","arguments":"{}"}}]},"finish_reason":"tool_calls"}]}`,
@@ -219,7 +219,7 @@ func FuzzRecorder(f *testing.F) {
 		f.Add(b, uint8(1))
 		f.Add(b, uint8(13))
 	}
-	f.Add([]byte(sse(chunkA, chunkB, done)), uint8(0))
+	f.Add([]byte(sseOf(chunkA, chunkB, done)), uint8(0))
 	f.Add([]byte("data: [DONE]"), uint8(2))
 	f.Add([]byte("data: {}\r\n\r\ndata: [DONE]\r"), uint8(5))
 	f.Fuzz(func(t *testing.T, data []byte, split uint8) {

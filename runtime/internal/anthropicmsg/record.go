@@ -8,14 +8,13 @@ import (
 	"slices"
 
 	"github.com/llmgw/gateway/internal/jsonstr"
+	"github.com/llmgw/gateway/internal/sse"
 )
 
-// Limits of a recorded stream, the numbers of runtime/cache's MaxEventSize and MaxAnswerSize (this package
-// must not import the cache, which imports storage). A stream beyond them still passes through; it is just
-// not recorded.
+// Limits of a recorded stream, the recorders' own (package sse), as the cache's are.
 const (
-	recordMaxEvent  = 8 << 20
-	recordMaxAnswer = 64 << 20
+	recordMaxEvent  = sse.MaxEvent
+	recordMaxAnswer = sse.MaxAnswer
 )
 
 // Record passes an Anthropic Messages event stream through unchanged, byte for byte and without holding bytes
@@ -41,12 +40,8 @@ type recorder struct {
 	src  io.ReadCloser
 	done func([]byte)
 
-	stopped bool   // message_stop seen, or the stream cannot be recorded: the rest passes through untouched
-	line    []byte // the current line, not yet ended
-	afterCR bool   // the last line ended with '\r': a '\n' right after it ends nothing more
-	data    []byte // the data lines of the current event, joined with '\n'
-	hasData bool
-	errEvt  bool // the current event is "event: error"
+	stopped bool // message_stop seen, or the stream cannot be recorded: the rest passes through untouched
+	events  sse.Splitter
 	scratch []byte
 	msg     messageAsm
 }
@@ -54,9 +49,8 @@ type recorder struct {
 func (r *recorder) Read(p []byte) (int, error) {
 	n, err := r.src.Read(p)
 	if !r.stopped {
-		r.feed(p[:n])
-		if err == io.EOF {
-			r.eof()
+		if !r.events.Feed(p[:n], r) || err == io.EOF && !r.events.End(r) {
+			r.stop()
 		}
 		if err != nil {
 			r.stop() // a stream that breaks is never recorded
@@ -73,107 +67,27 @@ func (r *recorder) Close() error {
 // stop gives up on the stream: nothing more is parsed and done is not called.
 func (r *recorder) stop() {
 	r.stopped = true
-	r.line, r.data, r.scratch, r.msg = nil, nil, nil, messageAsm{}
+	r.events.Reset()
+	r.scratch, r.msg = nil, messageAsm{}
 }
 
-// feed splits p into lines; SSE ends a line with "\r\n", "\n" or "\r".
-func (r *recorder) feed(p []byte) {
-	for len(p) > 0 && !r.stopped {
-		if r.afterCR {
-			r.afterCR = false
-			if p[0] == '\n' {
-				p = p[1:]
-				continue
-			}
-		}
-		i := bytes.IndexAny(p, "\r\n")
-		if i < 0 {
-			r.appendLine(p)
-			return
-		}
-		if r.appendLine(p[:i]); r.stopped {
-			return
-		}
-		r.afterCR = p[i] == '\r'
-		r.endLine()
-		p = p[i+1:]
-	}
-}
-
-func (r *recorder) appendLine(b []byte) {
-	if len(r.line)+len(b) > recordMaxEvent {
-		r.stop()
-		return
-	}
-	r.line = append(r.line, b...)
-}
-
-// eof takes a last line without its line ending, and a last event without its blank line, as they are.
-func (r *recorder) eof() {
-	if len(r.line) > 0 {
-		r.endLine()
-	}
-	if !r.stopped && r.hasData {
-		r.dispatch()
-	}
-}
-
-// endLine handles one complete line, as the SSE format reads it.
-func (r *recorder) endLine() {
-	line := r.line
-	r.line = r.line[:0]
-	if len(line) == 0 {
-		if r.hasData {
-			r.dispatch()
-		}
-		r.errEvt = false
-		return
-	}
-	if line[0] == ':' {
-		return // a comment
-	}
-	field, value, _ := bytes.Cut(line, []byte{':'})
-	value = bytes.TrimPrefix(value, []byte{' '})
-	switch string(field) {
-	case "data":
-		if len(r.data)+1+len(value) > recordMaxEvent {
-			r.stop()
-			return
-		}
-		if r.hasData {
-			r.data = append(r.data, '\n')
-		}
-		r.data = append(r.data, value...)
-		r.hasData = true
-	case "event":
-		r.errEvt = string(value) == "error"
-	}
-}
-
-// dispatch folds the event whose data has been gathered into the message.
-func (r *recorder) dispatch() {
-	data := r.data
-	r.data, r.hasData = r.data[:0], false
+// Event folds one event into the message (sse.Handler); false stops following the stream.
+func (r *recorder) Event(data []byte, errorEvent bool) bool {
 	m := &r.msg
-	if m.size += len(data); r.errEvt || m.size > recordMaxAnswer {
-		r.stop()
-		return
+	if m.size += len(data); r.stopped || errorEvent || m.size > recordMaxAnswer {
+		return false
 	}
 	if d, ok := parseDelta(data, r.scratch); ok {
 		r.scratch = d.value[:0]
-		if !m.delta(d.index, d.typ, d.value) {
-			r.stop()
-		}
-		return
+		return m.delta(d.index, d.typ, d.value)
 	}
 	message, ok := m.event(data)
-	switch {
-	case !ok:
-		r.stop()
-	case message != nil:
+	if ok && message != nil {
 		r.stop()
 		r.done(message)
+		return false
 	}
+	return ok
 }
 
 // messageAsm gathers the events of one stream into the message.
