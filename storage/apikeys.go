@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"sync"
 
-	"github.com/cockroachdb/pebble/v2"
 	"github.com/google/uuid"
 )
 
@@ -105,7 +104,7 @@ func (a *APIKeyStore) Put(secret string, want *APIKey) (k *APIKey, changed bool,
 }
 
 // stage adds the writes that store the key to b and returns the record as it will be. The caller holds writeMu.
-func (a *APIKeyStore) stage(b *pebble.Batch, secret string, want *APIKey) (*APIKey, error) {
+func (a *APIKeyStore) stage(b kvBatch, secret string, want *APIKey) (*APIKey, error) {
 	if _, err := uuid.Parse(want.WorkspaceID); err != nil {
 		return nil, fmt.Errorf("api key workspace_id %q is not a UUID", want.WorkspaceID)
 	}

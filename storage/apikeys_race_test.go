@@ -164,7 +164,7 @@ func TestLookupRacingWrite(t *testing.T) {
 			}
 			// Move everything into a table and reopen, so that Lookup reads the table (through pausingFS) with
 			// cold caches.
-			if err := f.s.db.Flush(); err != nil {
+			if err := f.s.pdb.Flush(); err != nil {
 				t.Fatal(err)
 			}
 			if err := f.s.Close(); err != nil {

@@ -356,7 +356,7 @@ func (bs *BatchStore) Lines(workspaceID, id string, fn func(line int, kind LineK
 type BatchValidation struct {
 	bs      *BatchStore
 	ws, id  string
-	b       *pebble.Batch // indexed: SeeID reads its own writes
+	b       kvBatch // indexed: SeeID reads its own writes
 	pending int
 }
 

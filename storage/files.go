@@ -146,7 +146,7 @@ type FileWriter struct {
 	limit   int64
 	buf     *[]byte
 	val     []byte // a chunk's stored form, reused
-	batch   *pebble.Batch
+	batch   kvBatch
 	pending int // chunks in batch not yet applied
 	done    bool
 }
@@ -354,7 +354,7 @@ func (fs *FileStore) Open(workspaceID, id string) (*File, io.ReadCloser, error) 
 
 type fileReader struct {
 	fs   *FileStore
-	it   *pebble.Iterator
+	it   kvIter
 	buf  *[]byte
 	off  int
 	left int64 // bytes the metadata promises still to come

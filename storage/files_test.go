@@ -114,7 +114,7 @@ func TestFilesSweepPendingAfterCrash(t *testing.T) {
 	if _, err := w.Write(make([]byte, 6*FileChunkSize)); err != nil {
 		t.Fatal(err)
 	}
-	_ = s.db.Flush() // what was applied reaches the disk, as it would in time
+	_ = s.pdb.Flush() // what was applied reaches the disk, as it would in time
 	crashed := mem.CrashClone(vfs.CrashCloneCfg{UnsyncedDataPercent: 0})
 	s2 := openTest(t, crashed, nil)
 	n, err := s2.Files.SweepPending()

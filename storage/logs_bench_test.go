@@ -31,7 +31,7 @@ func BenchmarkLogAppend(b *testing.B) {
 			const batchSize = 256 // reqlog.DefaultBatchSize
 			batch := make([]*LogEntry, 0, batchSize)
 			start := time.Now()
-			before := s.db.Metrics()
+			before := s.pdb.Metrics()
 			cpuBefore := processCPU(b)
 			b.ReportAllocs()
 			b.ResetTimer()
@@ -60,13 +60,13 @@ func BenchmarkLogAppend(b *testing.B) {
 			if err := s.Logs.Append(batch); err != nil {
 				b.Fatal(err)
 			}
-			if err := s.db.Flush(); err != nil {
+			if err := s.pdb.Flush(); err != nil {
 				b.Fatal(err)
 			}
 			waitCompactions(s)
 			b.StopTimer()
 			cpu := processCPU(b) - cpuBefore
-			after := s.db.Metrics()
+			after := s.pdb.Metrics()
 			var compacted, flushed uint64
 			for l := range after.Levels {
 				compacted += after.Levels[l].TableBytesCompacted - before.Levels[l].TableBytesCompacted
@@ -85,7 +85,7 @@ func BenchmarkLogAppend(b *testing.B) {
 // waitCompactions returns once pebble has had no flush or compaction running for a while.
 func waitCompactions(s *Store) {
 	for idle := 0; idle < 5; {
-		m := s.db.Metrics()
+		m := s.pdb.Metrics()
 		if m.Compact.NumInProgress == 0 && m.Flush.NumInProgress == 0 {
 			idle++
 		} else {

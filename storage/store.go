@@ -45,13 +45,19 @@ type Options struct {
 // Store is the gateway's persistent state: one pebble database with typed stores over it. It is safe for
 // concurrent use. Writes of user data are synced before they return, so an acknowledged write survives a crash.
 type Store struct {
-	db   *pebble.DB
+	db   kvEngine
+	pdb  *pebble.DB // the embedded engine's database; nil on PostgreSQL
 	keys *keyring
 	log  *slog.Logger
 	now  func() time.Time
 
-	// writeMu serialises read-modify-write sequences (uniqueness checks, index updates). Reads never take it.
-	writeMu sync.Mutex
+	// writeMu serialises read-modify-write sequences (uniqueness checks, index updates), across replicas on a
+	// shared engine. Reads never take it.
+	writeMu sync.Locker
+
+	listeners  changeListeners // OnChange
+	localLocks localLocks      // Mutex, on the embedded engine
+	leases     localLeases     // TryLease, on the embedded engine
 
 	Workspaces *WorkspaceStore
 	APIKeys    *APIKeyStore
@@ -103,19 +109,30 @@ func Open(dir string, opts Options) (*Store, error) {
 		}
 		return nil, fmt.Errorf("open store %s: %w", filepath.Clean(dir), err)
 	}
-	s := &Store{db: db, keys: keys, log: log, now: opts.now}
+	s, err := newStore(pebbleEngine{db}, keys, log, opts.now)
+	if err != nil {
+		db.Close()
+		return nil, err
+	}
+	s.pdb = db
+	return s, nil
+}
+
+// newStore builds the typed stores over an open engine and checks the master key. The caller closes db when it
+// fails.
+func newStore(db kvEngine, keys *keyring, log *slog.Logger, now func() time.Time) (*Store, error) {
+	s := &Store{db: db, keys: keys, log: log, now: now}
+	s.writeMu = s.Mutex("storage.write")
 	if s.now == nil {
 		s.now = func() time.Time { return time.Now().UTC() }
 	}
 	if err := s.checkMasterKey(); err != nil {
-		db.Close()
 		return nil, err
 	}
 	s.Workspaces = &WorkspaceStore{s: s}
 	s.APIKeys = &APIKeyStore{s: s, cache: make(map[apiKeyHash]*APIKey)}
 	s.Providers = &ProviderStore{s: s}
 	if err := s.Providers.sealClearSecrets(); err != nil {
-		db.Close()
 		return nil, err
 	}
 	s.Configs = &DocStore[Config, *Config]{s: s, table: tableConfig}
@@ -204,7 +221,7 @@ func (s *Store) scan(p []byte, fn func(k, v []byte) error) error {
 }
 
 // commit applies b durably: it returns only once the batch is synced to disk.
-func (s *Store) commit(b *pebble.Batch) error {
+func (s *Store) commit(b kvBatch) error {
 	defer b.Close()
 	if b.Empty() {
 		return nil
@@ -256,7 +273,7 @@ type stamped interface{ stamps() *Stamps }
 func upsert[T any, P interface {
 	*T
 	stamped
-}](s *Store, b *pebble.Batch, k []byte, v P) (changed bool, err error) {
+}](s *Store, b kvBatch, k []byte, v P) (changed bool, err error) {
 	old, err := s.get(k)
 	if err != nil && !errors.Is(err, ErrNotFound) {
 		return false, err

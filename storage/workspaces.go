@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/cockroachdb/pebble/v2"
 	"github.com/google/uuid"
 )
 
@@ -78,7 +77,7 @@ func (w *WorkspaceStore) Put(ws *Workspace) (changed bool, err error) {
 }
 
 // stage adds the writes of Put to b. The caller holds writeMu.
-func (w *WorkspaceStore) stage(b *pebble.Batch, ws *Workspace) (bool, error) {
+func (w *WorkspaceStore) stage(b kvBatch, ws *Workspace) (bool, error) {
 	if _, err := uuid.Parse(ws.ID); err != nil {
 		return false, fmt.Errorf("workspace id %q is not a UUID", ws.ID)
 	}
