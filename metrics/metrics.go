@@ -27,6 +27,9 @@ type Metrics struct {
 
 	logDrops prometheus.Counter // logs.go
 
+	redis     redisMetrics // redis.go; registered once used
+	redisOnce sync.Once
+
 	requests    *prometheus.CounterVec
 	duration    *prometheus.HistogramVec
 	upstream    *prometheus.HistogramVec
@@ -132,6 +135,7 @@ func New() *Metrics {
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m.budget = newBudgetMetrics(m.reg)
 	m.logDrops = newLogDrops(m.reg)
+	m.redis = newRedisMetrics(m.reg)
 	return m
 }
 
