@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/llmgw/gateway/runtime/catalog"
+	"github.com/llmgw/gateway/runtime/redisstate"
 	"github.com/llmgw/gateway/runtime/schema"
 	"github.com/llmgw/gateway/storage"
 )
@@ -39,6 +40,9 @@ type BudgetOptions struct {
 	OnAlert func(policyID string)
 	// OnExceeded is called for each refused request (gateway_budget_exceeded_total). Nil: none.
 	OnExceeded func(policyID string)
+	// Redis, when set, shares the spend with the other replicas (see "Several replicas" in the package's
+	// documentation). Nil: this process counts alone.
+	Redis *redisstate.Client
 }
 
 // Budgets enforces the usage-limit policies (budgets) of every workspace: it reserves a request's largest
@@ -53,6 +57,9 @@ type Budgets struct {
 
 	unpricedMu sync.Mutex
 	unpriced   map[string]bool // model names reported as unpriced
+
+	redis  *redisstate.Client // nil: spend stays in this process
+	writes *writeQueue        // settled spend and seeds sent to Redis; nil without Redis
 }
 
 // NewBudgets returns an enforcer over the store's usage-limit policies and spend and starts its flusher; Close
@@ -61,6 +68,10 @@ func NewBudgets(store *storage.Store, opts BudgetOptions) *Budgets {
 	b := &Budgets{onAlert: opts.OnAlert, onExceeded: opts.OnExceeded, unpriced: map[string]bool{}}
 	b.base.init(store, opts.Now, opts.Logger, opts.FlushInterval)
 	b.workspaces.init(store.UsageLimits, b.compile, b.log, "budget: list usage-limit policies")
+	if opts.Redis != nil {
+		b.redis = opts.Redis
+		b.writes = newWriteQueue(opts.Redis, b.log, "budget.spend")
+	}
 	b.start(b.every, b.flush, b.log, "budget: save spend")
 	return b
 }
@@ -140,6 +151,7 @@ func (b *Budgets) Reserve(a *Attrs) (*Hold, *BudgetExceeded) {
 	}
 	est := estimate(a.Body)
 	now := b.now()
+	shared := b.sharedSpend(hits, now)
 	for {
 		for i := range hits {
 			hits[i].c = hits[i].p.set.get(b, hits[i].key, now)
@@ -153,6 +165,9 @@ func (b *Budgets) Reserve(a *Attrs) (*Hold, *BudgetExceeded) {
 		h := &hits[i]
 		h.c.roll(h.p.periodStart(now))
 		h.c.used = nanos
+		if shared != nil {
+			b.takeShared(h.c, h.p, shared[i], now)
+		}
 		if committed := h.c.spent + h.c.reserved; committed >= h.p.limit {
 			ex := &BudgetExceeded{PolicyID: h.p.sel.id, Type: h.p.typ, Limit: h.p.limit, Committed: committed}
 			unlockAll(hits)
@@ -243,13 +258,20 @@ func (b *Budgets) settleOne(x held, used float64, now time.Time) (alert string) 
 	}
 	c.spent += used
 	c.dirty = true
+	if b.settleShared(c, x.p, used, now) {
+		return "" // Redis's total decides the alert
+	}
 	if x.p.alert > 0 && !c.alerted && c.spent >= x.p.alert {
 		c.alerted = true
-		b.log.Warn("budget: alert threshold reached", "policy", x.p.sel.id, "workspace", c.set.ws, "group", c.group,
-			"spend", c.spent, "alert_threshold", x.p.alert, "limit", x.p.limit, "type", x.p.typ)
+		b.logAlert(x.p, c, c.spent)
 		return x.p.sel.id
 	}
 	return ""
+}
+
+func (b *Budgets) logAlert(p *budgetPolicy, c *spend, spent float64) {
+	b.log.Warn("budget: alert threshold reached", "policy", p.sel.id, "workspace", c.set.ws, "group", c.group,
+		"spend", spent, "alert_threshold", p.alert, "limit", p.limit, "type", p.typ)
 }
 
 // warnUnpriced logs once per model that the catalogue has no price for it.
@@ -317,5 +339,6 @@ func (b *Budgets) Close() error {
 	if b == nil {
 		return nil
 	}
+	b.writes.close()
 	return b.close(b.flush)
 }

@@ -99,7 +99,8 @@ type PolicyUsage struct {
 }
 
 // Usage reports the policy's spend in the current period: the saved spend, with the groups this process holds
-// in memory (newer) in place of their records. Reservations are not spend and are not counted.
+// in memory (newer) in place of their records, and with Redis, the shared spend of those groups where it is
+// larger. Reservations are not spend and are not counted.
 func (b *Budgets) Usage(pol *storage.UsageLimitPolicy) PolicyUsage {
 	var u PolicyUsage
 	if b == nil || pol == nil {
@@ -138,6 +139,9 @@ func (b *Budgets) Usage(pol *storage.UsageLimitPolicy) PolicyUsage {
 				return true
 			})
 		}
+	}
+	if b.redis.Available() && len(spentBy) > 0 {
+		b.sharedUsage(pol, reset, u.PeriodStart, spentBy)
 	}
 	for group, spent := range spentBy {
 		if spent <= 0 {

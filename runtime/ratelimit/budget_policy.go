@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/llmgw/gateway/storage"
@@ -104,6 +105,9 @@ func (s *spendSet) get(b *Budgets, key string, now time.Time) *spend {
 	}
 	key = strings.Clone(key) // key may point into the request's body
 	c := &spend{set: s, key: key, group: groupName(s.groups, key), used: now.UnixNano()}
+	if b.redis != nil {
+		c.ghash = groupHash(c.group)
+	}
 	rec, ok, err := b.store.BudgetSpend.Load(s.ws, s.policyID, c.group)
 	if err != nil {
 		b.log.Error("budget: load spend", "policy", s.policyID, "group", c.group, "err", err)
@@ -120,6 +124,8 @@ type spend struct {
 	set   *spendSet
 	key   string // in set.m
 	group string // as stored
+	ghash string // groupHash(group) for the shared keys; "" without Redis
+	rkey  atomic.Pointer[periodKey]
 
 	guard          // mu guards the rest
 	period   int64 // start of the counted period (Unix seconds); 0 without periodic reset

@@ -45,6 +45,9 @@ func (s *counterSet) get(l *Limiter, key string, nanos int64) *counter {
 	}
 	key = strings.Clone(key) // key may point into the request's body
 	c := &counter{set: s, key: key, group: groupName(s.groups, key)}
+	if l.redis != nil {
+		c.rkey = l.redis.Key("rl", s.ws, s.policyID, s.typ, s.unit, groupHash(c.group))
+	}
 	rec, ok, err := l.store.Counters.Load(s.ws, s.policyID, c.group)
 	if err != nil {
 		l.log.Error("ratelimit: load counter", "policy", s.policyID, "group", c.group, "err", err)
@@ -72,6 +75,7 @@ type counter struct {
 	set   *counterSet
 	key   string // in set.m
 	group string // as stored
+	rkey  string // the shared counter's key in Redis; "" without Redis
 
 	guard   // mu guards the rest
 	last    int64

@@ -75,4 +75,40 @@
 //     kept in case it comes back. Deleting a policy removes its saved spend.
 //   - Cost: in a workspace without usage-limit policies, Enforces and Reserve are a map read and an atomic load
 //     and allocate nothing (BenchmarkReserveNoPolicy).
+//
+// Several replicas (Options.Redis, BudgetOptions.Redis; nil keeps everything above unchanged): the replicas
+// count in Redis, so that 60 rpm means 60 across all of them.
+//
+//   - Admit makes one round trip per request that matched a policy: a Lua script (admitScript) over the shared
+//     counter of every matched policy and group, a hash of bucket number → count under
+//     Key("rl", workspace, policy, type, unit, sha256(group)[:16]) that expires a window and a bucket after its
+//     last write. It drops the buckets that left the window, checks every policy with the same rule as above,
+//     counts the requests policies only when all fit, and answers each counter's buckets. Bucket numbers come
+//     from the caller's clock, so replicas must keep their clocks in step (NTP): a window ends at the newest
+//     bucket any replica wrote. The answer fills scratch counters from which the Admission or Exceeded are
+//     computed by the same code as locally, and is merged into the local counters (per bucket, the larger
+//     count), so the flusher keeps saving the shared view and a fallback starts from it.
+//   - AddTokens counts locally as before and queues the tokens for Redis (HINCRBYFLOAT into the counter's current
+//     bucket): a bounded queue written in pipelines of up to 128 writes by one goroutine, every 2 ms at most, so
+//     no request waits for it. A full queue drops the write (counted locally only) and says so in the log at
+//     most every 10 s. A replica therefore sees another's tokens a few milliseconds late.
+//   - Budgets keep the spend of each (policy, group, period) as a Redis number under
+//     Key("budget", workspace, policy, type, reset, period start, sha256(group)[:16]), which expires a day after
+//     its period ends (30 days after its last write without periodic reset; storage keeps the spend and seeds it
+//     again). Reserve reads the spend of every matched group in one MGET and checks it plus this replica's own
+//     reservations against credit_limit: reservations stay per replica, so concurrent requests on N replicas
+//     can pass a limit by up to N requests' reservations. A key Redis lacks is seeded with the spend storage
+//     saved (SET NX, first replica wins). Settle counts locally and queues INCRBYFLOAT through the same kind of
+//     queue; the replica whose settlement took Redis's total across alert_threshold raises the alert, once. The
+//     flusher saves the larger of the local and the last seen shared spend, so that the usage endpoint and a
+//     restart without Redis stay right; Usage also reads the shared spend of the groups it lists.
+//   - Redis down (redisstate.Client.Available false) or a failed call: the request is decided by the local
+//     counters and spend, exactly as without Redis (they kept running, with the shared view merged in); the
+//     failure is reported through redisstate.Failed, which logs it and counts it. When Redis answers again,
+//     requests count there again; what replicas counted locally meanwhile is not copied up, so for one window
+//     (or the rest of a budget's period) each replica's local counts are lost to the others. A Redis that
+//     restarted empty starts every rate-limit window afresh; budget spend is seeded again from storage.
+//   - A Redis Cluster is not supported: one request's counters may lie in different slots.
+//   - Cost: BenchmarkAdmitRedis is one round trip (see BenchmarkRedisRoundTrip for the floor) plus about 20
+//     allocations, most of them go-redis's arguments and reply.
 package ratelimit

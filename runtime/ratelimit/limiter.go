@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/llmgw/gateway/runtime/redisstate"
 	"github.com/llmgw/gateway/runtime/schema"
 	"github.com/llmgw/gateway/storage"
 )
@@ -32,6 +33,9 @@ type Options struct {
 	FlushInterval time.Duration
 	// Logger receives storage errors and policies that cannot be enforced. Default: slog.Default().
 	Logger *slog.Logger
+	// Redis, when set, shares the counts with the other replicas (see "Several replicas" in the package's
+	// documentation). Nil: this process counts alone.
+	Redis *redisstate.Client
 }
 
 // Limiter enforces the rate-limit policies of every workspace. It is safe for concurrent use.
@@ -39,6 +43,8 @@ type Limiter struct {
 	base
 	workspaces workspaces[storage.RateLimitPolicy, snapshot, *snapshot]
 	retire     retirements[*counterSet]
+	redis      *redisstate.Client // nil: counts stay in this process
+	writes     *writeQueue        // the tokens counted in Redis; nil without Redis
 }
 
 // New returns a limiter over the store's policies and counters and starts its flusher; Close stops it.
@@ -46,6 +52,10 @@ func New(store *storage.Store, opts Options) *Limiter {
 	l := &Limiter{}
 	l.base.init(store, opts.Now, opts.Logger, opts.FlushInterval)
 	l.workspaces.init(store.Policies, l.compile, l.log, "ratelimit: list policies")
+	if opts.Redis != nil {
+		l.redis = opts.Redis
+		l.writes = newWriteQueue(opts.Redis, l.log, "ratelimit.tokens")
+	}
 	l.start(l.every, l.flush, l.log, "ratelimit: save counters")
 	return l
 }
@@ -158,7 +168,8 @@ type hit[P any, C guarded] struct {
 
 // Admit decides whether the request may go on. Every matched policy is checked first and only then are the
 // requests policies counted, all under the counters' locks (taken in policy-ID order): a refused request counts
-// nowhere, and two racing requests cannot both take the last unit. A nil Limiter admits everything.
+// nowhere, and two racing requests cannot both take the last unit. With Redis available the same happens in
+// one script call over the shared counters (admitShared). A nil Limiter admits everything.
 func (l *Limiter) Admit(a *Attrs) (Admission, *Exceeded) {
 	var adm Admission
 	if l == nil || a == nil || a.WorkspaceID == "" {
@@ -179,6 +190,11 @@ func (l *Limiter) Admit(a *Attrs) (Admission, *Exceeded) {
 		return adm, nil
 	}
 	nanos := l.now().UnixNano()
+	if l.redis.Available() {
+		if adm, ex, ok := l.admitShared(hits, nanos); ok {
+			return adm, ex
+		}
+	}
 	for {
 		for i := range hits {
 			hits[i].c = hits[i].p.set.get(l, hits[i].key, nanos)
@@ -187,28 +203,14 @@ func (l *Limiter) Admit(a *Attrs) (Admission, *Exceeded) {
 			break
 		}
 	}
-
-	var refused *hit[*policy, *counter]
-	var refusedAfter time.Duration
 	for i := range hits {
-		h := &hits[i]
-		h.c.advance(nanos / h.c.set.bucket)
-		if !h.p.fits(h.c.total) {
-			after := h.c.untilFits(nanos, h.p.fits)
-			if refused == nil || after > refusedAfter {
-				refused, refusedAfter = h, after
-			}
-		}
+		hits[i].c.advance(nanos / hits[i].c.set.bucket)
 	}
-	if refused != nil {
-		ex := &Exceeded{PolicyID: refused.p.id, Type: refused.p.typ, Unit: refused.p.unit, Limit: refused.p.value,
-			Reset: refused.c.untilEmpty(nanos), RetryAfter: refusedAfter}
+	if i, after, refused := refusalOf(hits, nanos, nil); refused {
+		ex := exceeded(hits[i].p, hits[i].c, nanos, after)
 		unlockAll(hits)
 		return Admission{}, ex
 	}
-
-	var tight *hit[*policy, *counter]
-	tightShare := math.Inf(1)
 	for i := range hits {
 		h := &hits[i]
 		if h.p.tokens {
@@ -216,6 +218,44 @@ func (l *Limiter) Admit(a *Attrs) (Admission, *Exceeded) {
 		} else {
 			h.c.add(1)
 		}
+	}
+	adm.setHeaders(hits, nanos)
+	unlockAll(hits)
+	return adm, nil
+}
+
+// refusalOf finds the refusal of a request by the hits, whose counters show the window at nanos before it is
+// counted: ok false when every policy lets it through, else the index of the hit that frees up last and when
+// it does. unfit, when not nil, tells which hits do not fit (Redis's answer); else each policy's fits decides.
+func refusalOf(hits []hit[*policy, *counter], nanos int64, unfit []bool) (refused int, after time.Duration, ok bool) {
+	for i := range hits {
+		h := &hits[i]
+		fits := h.p.fits(h.c.total)
+		if unfit != nil {
+			fits = !unfit[i]
+		}
+		if !fits {
+			if a := h.c.untilFits(nanos, h.p.fits); !ok || a > after {
+				refused, after, ok = i, a, true
+			}
+		}
+	}
+	return refused, after, ok
+}
+
+// exceeded is the refusal by policy p, whose counter c shows the window at nanos.
+func exceeded(p *policy, c *counter, nanos int64, retryAfter time.Duration) *Exceeded {
+	return &Exceeded{PolicyID: p.id, Type: p.typ, Unit: p.unit, Limit: p.value, Reset: c.untilEmpty(nanos),
+		RetryAfter: retryAfter}
+}
+
+// setHeaders sets the header figures from the most constrained of the hits, whose counters hold the admitted
+// request.
+func (adm *Admission) setHeaders(hits []hit[*policy, *counter], nanos int64) {
+	var tight *hit[*policy, *counter]
+	tightShare := math.Inf(1)
+	for i := range hits {
+		h := &hits[i]
 		share := 0.0
 		if h.p.value > 0 {
 			share = (h.p.value - h.c.total) / h.p.value
@@ -228,8 +268,6 @@ func (l *Limiter) Admit(a *Attrs) (Admission, *Exceeded) {
 	adm.limit = tight.p.value
 	adm.remaining = max(0, tight.p.value-tight.c.total)
 	adm.reset = tight.c.untilEmpty(nanos)
-	unlockAll(hits)
-	return adm, nil
 }
 
 // fits reports whether a request may pass a counter at total: a requests policy must have room for this one, a
@@ -276,8 +314,8 @@ func unlockAll[P any, C guarded](hits []hit[P, C]) {
 }
 
 // AddTokens counts the usage (total_tokens) of an admitted request against its tokens policies, now. Later
-// calls with the same Admission add nothing, so a caller may call it from more than one path. A nil Limiter or
-// Admission does nothing.
+// calls with the same Admission add nothing, so a caller may call it from more than one path. With Redis the
+// tokens are also queued for the shared counters, without waiting. A nil Limiter or Admission does nothing.
 func (l *Limiter) AddTokens(adm *Admission, tokens int) {
 	if l == nil || adm == nil || adm.n == 0 {
 		return
@@ -296,6 +334,10 @@ func (l *Limiter) AddTokens(adm *Admission, tokens int) {
 			c = adm.more[i-inlineTokens]
 		}
 		l.addTokens(c, float64(tokens), nanos)
+		if l.writes != nil && l.redis.Available() {
+			l.writes.push(redisOp{kind: opHashAdd, key: c.rkey, field: nanos / c.set.bucket, v: float64(tokens),
+				ttl: c.set.keyTTL()})
+		}
 	}
 }
 
@@ -316,5 +358,6 @@ func (l *Limiter) addTokens(c *counter, v float64, nanos int64) {
 // Close stops the flusher and saves every changed counter, synced. The limiter still admits afterwards, but
 // saves nothing more. Close does not close the store.
 func (l *Limiter) Close() error {
+	l.writes.close()
 	return l.close(l.flush)
 }
