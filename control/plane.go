@@ -72,16 +72,17 @@ type Plane struct {
 
 	// policyWrites serialises the writes of policies: the store's Put replaces whatever is there, so the check
 	// that an id is free (create), the read-modify-write of an update and a delete must not interleave. One
-	// lock per store is enough: policies change rarely, and reads do not take it.
-	policyWrites sync.Mutex
+	// lock per store is enough: policies change rarely, and reads do not take it. These locks are the store's
+	// (storage.Store.Mutex): on a shared store they serialise the replicas too.
+	policyWrites sync.Locker
 	// promptWrites serialises the writes of prompts: a new version is a read-modify-write of the whole record,
 	// so two versions added at once must not both read the same list, and the check that an id is free must
 	// not interleave with another create.
-	promptWrites sync.Mutex
+	promptWrites sync.Locker
 	// providerWrites and configWrites serialise the writes of stored providers and saved configs: a create checks
 	// that the slug or id is free, a replace that it exists, a delete what still names a provider.
-	providerWrites sync.Mutex
-	configWrites   sync.Mutex
+	providerWrites sync.Locker
+	configWrites   sync.Locker
 
 	promptTemplates *prompt.Cache // compiled prompt template versions, by the hash of their JSON
 	promptRecords   promptRecords // decoded prompts, until the next write to the prompt store
@@ -100,7 +101,11 @@ func New(store *storage.Store, hooks HookCache, opts Options) *Plane {
 		fileLimit:       opts.FileLimit,
 		upstream:        opts.Upstream,
 		batches:         opts.Batches,
-		promptTemplates: prompt.NewCache(4096)}
+		promptTemplates: prompt.NewCache(4096),
+		policyWrites:    store.Mutex("control.policies"),
+		promptWrites:    store.Mutex("control.prompts"),
+		providerWrites:  store.Mutex("control.providers"),
+		configWrites:    store.Mutex("control.configs")}
 }
 
 // forgetHooks drops the engine's compiled checks after a write that changes what they would accept (a saved

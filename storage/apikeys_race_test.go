@@ -143,6 +143,7 @@ func TestLookupRacingWrite(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			fs := &pausingFS{FS: vfs.NewMem()}
 			f := &fixture{s: openTest(t, fs, nil)}
+			requirePebble(t, f.s)
 			f.ws = newWorkspace(t, f.s, "one")
 			f.ws2 = newWorkspace(t, f.s, "two")
 			var err error

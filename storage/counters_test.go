@@ -159,6 +159,7 @@ func TestCountersRejectBadIDs(t *testing.T) {
 func TestCountersSurviveCrash(t *testing.T) {
 	fs := vfs.NewCrashableMem()
 	s := openTest(t, fs, nil)
+	requirePebble(t, s)
 	ws, pol, gone := NewUUID(), NewUUID(), NewUUID()
 	rec := testCounter(ws, pol, "g", 42, 1, 2)
 	if err := s.Counters.SaveBatch([]*CounterRecord{rec, testCounter(ws, gone, "g", 42, 3)}, nil); err != nil {

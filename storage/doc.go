@@ -23,6 +23,13 @@
 //   - Records carry created_at and updated_at, set by the store. Writing a record with unchanged content is a
 //     no-op, which makes the bootstrap file idempotent.
 //
+// With --postgres, OpenPostgres keeps the same keys and values in PostgreSQL instead (table gateway_kv, bytea
+// keys sorted bytewise as in pebble; postgres.go, schema versions in postgres_migrations.go), so that several
+// gateway replicas share one state. Each batch commits in one transaction; a write to a record that replicas
+// keep in memory announces its keys on the LISTEN/NOTIFY channel gateway_changes in that transaction, and the
+// other replicas drop their copies (OnChange). Mutex is an advisory lock, TryLease a row of gateway_leases judged
+// by the database's clock. Every statement is bounded by a timeout, and errors never show the URL's password.
+//
 // Storage calls do not take a context: they are local, bounded, and pebble cannot cancel them.
 // A *Store is safe for concurrent use; records it returns are the caller's, except APIKeyStore.Lookup's, which
 // are shared and read-only.

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -126,7 +127,9 @@ func (fs *FileStore) Create(workspaceID string, f File, limit int64) (*FileWrite
 	w := &FileWriter{fs: fs, meta: f, limit: limit, buf: fs.buf(), batch: fs.s.db.NewBatch()}
 	// The marker goes in first, so that a crash at any later point leaves chunks that SweepPending finds.
 	p := prefix(tableFileChunk, workspaceID, f.ID)
-	if err := w.batch.Set(key(tableFilePending, workspaceID, f.ID), nil, nil); err != nil {
+	// The marker holds when the upload began, so that a replica sharing the store sweeps only uploads far older
+	// than any still running (SweepPendingOlder).
+	if err := w.batch.Set(key(tableFilePending, workspaceID, f.ID), strconv.AppendInt(nil, fs.s.now().UnixNano(), 10), nil); err != nil {
 		return nil, err
 	}
 	if err := w.batch.DeleteRange(p, prefixEnd(p), nil); err != nil {
@@ -430,11 +433,19 @@ func (fs *FileStore) Delete(workspaceID, id string) error {
 
 // SweepPending deletes the chunks of files whose writing a crash cut short. Run it at start, before serving.
 // It reports how many it found.
-func (fs *FileStore) SweepPending() (int, error) {
+func (fs *FileStore) SweepPending() (int, error) { return fs.SweepPendingOlder(0) }
+
+// SweepPendingOlder is SweepPending for the uploads that began more than age ago (markers of older gateways,
+// which carry no time, count as old). Replicas sharing a store use it: another replica may be uploading now.
+func (fs *FileStore) SweepPendingOlder(age time.Duration) (int, error) {
 	type pending struct{ ws, id string }
 	var found []pending
-	err := fs.s.scan([]byte(tableFilePending+"/"), func(k, _ []byte) error {
+	cutoff := fs.s.now().Add(-age).UnixNano()
+	err := fs.s.scan([]byte(tableFilePending+"/"), func(k, v []byte) error {
 		ws, id, _ := strings.Cut(string(k[len(tableFilePending)+1:]), "/")
+		if began, err := strconv.ParseInt(string(v), 10, 64); age > 0 && err == nil && began > cutoff {
+			return nil
+		}
 		if ws != "" && id != "" {
 			found = append(found, pending{ws, id})
 		}

@@ -106,6 +106,7 @@ func TestFilesLimitAbortDelete(t *testing.T) {
 func TestFilesSweepPendingAfterCrash(t *testing.T) {
 	mem := vfs.NewCrashableMem()
 	s := openTest(t, mem, nil)
+	requirePebble(t, s)
 	ws := NewUUID()
 	w, err := s.Files.Create(ws, File{Filename: "cut", Purpose: "batch"}, 0)
 	if err != nil {

@@ -103,6 +103,7 @@ func TestFineTuningJobsNewestFirst(t *testing.T) {
 func TestFineTuningWritesAreSynced(t *testing.T) {
 	mem := vfs.NewCrashableMem()
 	s := openTest(t, mem, nil)
+	requirePebble(t, s)
 	ws := NewUUID()
 	if err := s.FineTuning.PutJob(&FineTuningJob{ID: "ftjob-1", WorkspaceID: ws, VirtualKey: "oa", ProviderJobID: "p1"}); err != nil {
 		t.Fatal(err)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"io"
 	"log/slog"
+	"os"
 	"sync"
 	"testing"
 	"time"
@@ -48,9 +49,13 @@ func (c *fakeClock) Advance(d time.Duration) time.Time {
 
 func quietLogger() *slog.Logger { return slog.New(slog.DiscardHandler) }
 
-// openTest opens an in-memory store (or one on fs, when given) and closes it when the test ends.
+// openTest opens an in-memory store (or one on fs, when given) and closes it when the test ends. With
+// GATEWAY_TEST_STORAGE=postgres it opens a store on a fresh PostgreSQL schema instead (postgres_test.go).
 func openTest(t testing.TB, fs vfs.FS, clk *fakeClock) *Store {
 	t.Helper()
+	if os.Getenv("GATEWAY_TEST_STORAGE") == "postgres" {
+		return openTestPostgres(t, fs, clk)
+	}
 	opts := Options{MasterKey: testMasterKey(1), InMemory: fs == nil, Logger: quietLogger(), fs: fs}
 	if clk != nil {
 		opts.now = clk.Now
@@ -61,6 +66,14 @@ func openTest(t testing.TB, fs vfs.FS, clk *fakeClock) *Store {
 	}
 	t.Cleanup(func() { s.Close() })
 	return s
+}
+
+// requirePebble skips a test that needs the embedded engine itself (its files, a crash, Flush, Metrics).
+func requirePebble(t testing.TB, s *Store) {
+	t.Helper()
+	if s.pdb == nil {
+		t.Skip("needs the embedded pebble engine; this run is on PostgreSQL (GATEWAY_TEST_STORAGE=postgres)")
+	}
 }
 
 // newWorkspace puts a workspace with a fresh ID and the given slug.

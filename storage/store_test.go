@@ -78,7 +78,7 @@ func TestCloseNilAndTwice(t *testing.T) {
 
 func TestOpenLockedFolder(t *testing.T) {
 	fs := vfs.NewMem()
-	openTest(t, fs, nil)
+	requirePebble(t, openTest(t, fs, nil))
 	s2, err := Open("db", Options{MasterKey: testMasterKey(1), Logger: quietLogger(), fs: fs})
 	if err == nil {
 		s2.Close()
