@@ -140,9 +140,35 @@ const (
 // dropped when it reaches a final state, in the same synced write.
 type BatchStore struct {
 	s *Store
-	// mu serialises read-modify-writes of batch records: the runner's state changes and a caller's cancel
-	// must not overwrite each other.
+	// mu serialises read-modify-writes of batch records in this process (records): the runner's state changes
+	// and a caller's cancel must not overwrite each other.
 	mu sync.Mutex
+	// lineLocks serialise PutLine's check and write of a line in this process, striped by line number so that
+	// lines written at once still share pebble's synced commits.
+	lineLocks [64]sync.Mutex
+}
+
+// Names of the store-wide locks that stand for mu and lineLocks on a shared engine, where a cancel on one
+// replica and the run on another update the same record, and a run that lost its lease may still write a line.
+const (
+	lockBatchRecords = "storage.batches"
+	lockBatchLines   = "storage.batch-lines"
+)
+
+// records returns the lock of read-modify-writes of batch records: across replicas on a shared engine.
+func (bs *BatchStore) records() sync.Locker {
+	if bs.s.Shared() {
+		return bs.s.Mutex(lockBatchRecords)
+	}
+	return &bs.mu
+}
+
+// lineLock returns the lock of PutLine's check and write of line: across replicas on a shared engine.
+func (bs *BatchStore) lineLock(line int) sync.Locker {
+	if bs.s.Shared() {
+		return bs.s.Mutex(lockBatchLines)
+	}
+	return &bs.lineLocks[uint(line)%uint(len(bs.lineLocks))]
 }
 
 // batchRecord is a Batch as written to disk: Request sealed under the record's key.
@@ -189,8 +215,9 @@ func (bs *BatchStore) Create(b *Batch) error {
 	if err != nil {
 		return err
 	}
-	bs.mu.Lock()
-	defer bs.mu.Unlock()
+	mu := bs.records()
+	mu.Lock()
+	defer mu.Unlock()
 	if _, err := bs.s.get(k); err == nil {
 		return ErrConflict
 	} else if !errors.Is(err, ErrNotFound) {
@@ -252,21 +279,30 @@ func (bs *BatchStore) List(workspaceID, after string, limit int) (page []*Batch,
 	return page, false, it.Error()
 }
 
-// Unfinished returns every batch, of every workspace, not yet in a final state: the batches to resume at start.
-func (bs *BatchStore) Unfinished() ([]*Batch, error) {
-	type ref struct{ ws, id string }
-	var refs []ref
+// BatchRef names a batch.
+type BatchRef struct{ WorkspaceID, ID string }
+
+// UnfinishedRefs names every batch, of every workspace, not yet in a final state, reading only the index:
+// the cheap look a runner takes, again and again, for batches whose replica died.
+func (bs *BatchStore) UnfinishedRefs() ([]BatchRef, error) {
+	var refs []BatchRef
 	err := bs.s.scan([]byte(tableBatchOpen+"/"), func(k, _ []byte) error {
 		ws, id, _ := strings.Cut(string(k[len(tableBatchOpen)+1:]), "/")
-		refs = append(refs, ref{ws, id})
+		refs = append(refs, BatchRef{ws, id})
 		return nil
 	})
+	return refs, err
+}
+
+// Unfinished returns every batch, of every workspace, not yet in a final state: the batches to resume at start.
+func (bs *BatchStore) Unfinished() ([]*Batch, error) {
+	refs, err := bs.UnfinishedRefs()
 	if err != nil {
 		return nil, err
 	}
 	out := make([]*Batch, 0, len(refs))
 	for _, r := range refs {
-		b, err := bs.Get(r.ws, r.id)
+		b, err := bs.Get(r.WorkspaceID, r.ID)
 		if errors.Is(err, ErrNotFound) {
 			continue // an index entry without its record: nothing to resume
 		}
@@ -287,8 +323,9 @@ var ErrUnchanged = errors.New("storage: unchanged")
 // Update returns it (ErrUnchanged: the stored batch, no error). A batch that reaches a final state leaves the
 // index of unfinished batches and its stored line results are dropped, in the same write.
 func (bs *BatchStore) Update(workspaceID, id string, change func(b *Batch) error) (*Batch, error) {
-	bs.mu.Lock()
-	defer bs.mu.Unlock()
+	mu := bs.records()
+	mu.Lock()
+	defer mu.Unlock()
 	b, err := bs.Get(workspaceID, id)
 	if err != nil {
 		return nil, err
@@ -325,17 +362,35 @@ func lineKey(workspaceID, id string, line int) []byte {
 	return key(tableBatchLine, workspaceID, id, hex.EncodeToString(n[:]))
 }
 
-// PutLine stores the result of line (from 1) of a batch, synced: once it returns, the line is done for good
-// and may be counted. data is the line of the output or error file (without its newline), or for LineInvalid
-// a BatchError in JSON.
-func (bs *BatchStore) PutLine(workspaceID, id string, line int, kind LineKind, data []byte) error {
+// PutLine stores the result of line (from 1) of an unfinished batch, synced, unless the line has one already:
+// a run that lost its batch's lease late cannot give a line a second result, nor the lines of a batch that is
+// over a first one. It returns the kind of the result the line holds (kind when this call stored it, 0 for a
+// batch that is over); once it returns, the line is done for good and is counted as that kind. data is the
+// line of the output or error file (without its newline), or for LineInvalid a BatchError in JSON.
+func (bs *BatchStore) PutLine(workspaceID, id string, line int, kind LineKind, data []byte) (held LineKind, err error) {
+	k := lineKey(workspaceID, id, line)
+	mu := bs.lineLock(line)
+	mu.Lock()
+	defer mu.Unlock()
+	switch cur, err := bs.s.get(k); {
+	case err == nil && len(cur) > 0:
+		return LineKind(cur[0]), nil
+	case err != nil && !errors.Is(err, ErrNotFound):
+		return 0, err
+	}
+	switch _, err := bs.s.get(key(tableBatchOpen, workspaceID, id)); {
+	case errors.Is(err, ErrNotFound):
+		return 0, nil
+	case err != nil:
+		return 0, err
+	}
 	v := make([]byte, 1+len(data))
 	v[0] = byte(kind)
 	copy(v[1:], data)
-	if err := bs.s.db.Set(lineKey(workspaceID, id, line), v, pebble.Sync); err != nil {
-		return fmt.Errorf("storage: batch line: %w", err)
+	if err := bs.s.db.Set(k, v, pebble.Sync); err != nil {
+		return 0, fmt.Errorf("storage: batch line: %w", err)
 	}
-	return nil
+	return kind, nil
 }
 
 // Lines calls fn with each stored line result of a batch, in line order; data is valid only during the call.

@@ -2,9 +2,11 @@ package storage
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -108,6 +110,7 @@ func TestBatchListNewestFirst(t *testing.T) {
 func TestBatchLinesSurviveACrashAndGoWhenDone(t *testing.T) {
 	fs := vfs.NewCrashableMem()
 	s := openTest(t, fs, nil)
+	requirePebble(t, s)
 	ws := NewUUID()
 	if err := s.Batches.Create(testBatch(ws, "batch_a")); err != nil {
 		t.Fatal(err)
@@ -116,8 +119,8 @@ func TestBatchLinesSurviveACrashAndGoWhenDone(t *testing.T) {
 		t.Fatal(err)
 	}
 	for line, kind := range map[int]LineKind{1: LineSucceeded, 3: LineFailed, 2: LineSucceeded} {
-		if err := s.Batches.PutLine(ws, "batch_a", line, kind, []byte(fmt.Sprintf(`{"line":%d}`, line))); err != nil {
-			t.Fatal(err)
+		if held, err := s.Batches.PutLine(ws, "batch_a", line, kind, []byte(fmt.Sprintf(`{"line":%d}`, line))); err != nil || held != kind {
+			t.Fatalf("line %d: held %d, %v", line, held, err)
 		}
 	}
 	if _, err := s.Batches.Update(ws, "batch_a", func(b *Batch) error {
@@ -163,6 +166,87 @@ func TestBatchLinesSurviveACrashAndGoWhenDone(t *testing.T) {
 	_ = s.Batches.Lines(ws, "batch_a", func(int, LineKind, []byte) error { n++; return nil })
 	if n != 0 {
 		t.Fatalf("%d line results kept after the batch completed", n)
+	}
+}
+
+// A line has one result whoever writes it: writers racing on the same lines (two replicas' runs, one of which
+// lost its lease late) store one result each, and each is told the kind the line holds; a batch that is over
+// gets no line back.
+func TestBatchLineIsWrittenOnce(t *testing.T) {
+	s := openTest(t, nil, nil)
+	checkLinesWrittenOnce(t, s, s)
+}
+
+// The same across two replicas of one PostgreSQL store: the check and the write hold a lock of the database.
+func TestBatchLineIsWrittenOnceAcrossReplicas(t *testing.T) {
+	a, b, _ := openReplicas(t)
+	checkLinesWrittenOnce(t, a, b)
+}
+
+// checkLinesWrittenOnce has writers, alternately over each of stores, put results to the same lines of one
+// batch at once.
+func checkLinesWrittenOnce(t *testing.T, stores ...*Store) {
+	ws := NewUUID()
+	if err := stores[0].Batches.Create(testBatch(ws, "batch_once")); err != nil {
+		t.Fatal(err)
+	}
+	const lines, writers = 100, 6
+	held := make([][]LineKind, writers)
+	var wg sync.WaitGroup
+	for w := range writers {
+		held[w] = make([]LineKind, lines+1)
+		s := stores[w%len(stores)]
+		wg.Go(func() {
+			kind := LineSucceeded
+			if w/len(stores)%2 == 1 {
+				kind = LineFailed
+			}
+			for line := 1; line <= lines; line++ {
+				k, err := s.Batches.PutLine(ws, "batch_once", line, kind, []byte(fmt.Sprintf(`{"kind":%d}`, kind)))
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				held[w][line] = k
+			}
+		})
+	}
+	wg.Wait()
+	s := stores[len(stores)-1]
+	stored := map[int]LineKind{}
+	if err := s.Batches.Lines(ws, "batch_once", func(line int, kind LineKind, data []byte) error {
+		if _, dup := stored[line]; dup {
+			t.Errorf("line %d listed twice", line)
+		}
+		stored[line] = kind
+		var v struct{ Kind LineKind }
+		if err := json.Unmarshal(data, &v); err != nil || v.Kind != kind {
+			t.Errorf("line %d holds %s as %d: not one writer's result", line, data, kind)
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if len(stored) != lines {
+		t.Fatalf("%d lines stored, want %d", len(stored), lines)
+	}
+	for w := range writers {
+		for line := 1; line <= lines; line++ {
+			if held[w][line] != stored[line] {
+				t.Fatalf("writer %d was told line %d holds %d; it holds %d", w, line, held[w][line], stored[line])
+			}
+		}
+	}
+
+	if _, err := s.Batches.Update(ws, "batch_once", func(b *Batch) error { b.Status = BatchCancelled; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if held, err := stores[0].Batches.PutLine(ws, "batch_once", 1, LineSucceeded, []byte(`{}`)); err != nil || held != 0 {
+		t.Fatalf("a line put to a batch that is over: held %d, %v", held, err)
+	}
+	n := 0
+	if err := s.Batches.Lines(ws, "batch_once", func(int, LineKind, []byte) error { n++; return nil }); err != nil || n != 0 {
+		t.Fatalf("%d line results stored for a batch that is over (%v)", n, err)
 	}
 }
 

@@ -18,8 +18,8 @@ var errStore = errors.New("batch: a line's result could not be stored")
 
 // execute runs the lines of an in_progress batch that have no stored result, at most the batch's concurrency
 // at once, reading the input one line at a time. Each result is stored, synced, before it is counted. When
-// every line is done the batch is finalizing; when the batch is interrupted (cancelled, expired, the runner
-// stopping) the lines in flight are dropped without a result.
+// every line is done the batch is finalizing; when the batch is interrupted (cancelled, expired, the lease
+// lost, the runner stopping) no line starts, and the lines in flight are dropped without a result.
 func (r *Runner) execute(ctx context.Context, rn *run, b *storage.Batch) error {
 	var done doneLines
 	var completed, failed int64
@@ -88,14 +88,18 @@ read:
 			if ctx.Err() != nil {
 				return // interrupted: no result; the line runs again if the batch resumes
 			}
-			if err := r.store.Batches.PutLine(b.WorkspaceID, b.ID, n, kind, result); err != nil {
+			// The store keeps a line's first result only: a run that lost the lease late (another replica's, or
+			// this one's) may have stored it already, and the line is counted as what it holds.
+			held, err := r.store.Batches.PutLine(b.WorkspaceID, b.ID, n, kind, result)
+			if err != nil {
 				storeErrOnce.Do(func() { storeErr = err })
 				cancel(errStore)
 				return
 			}
-			if kind == storage.LineSucceeded {
+			switch held {
+			case storage.LineSucceeded:
 				rn.completed.Add(1)
-			} else {
+			case storage.LineFailed:
 				rn.failed.Add(1)
 			}
 		}()

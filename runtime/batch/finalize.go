@@ -1,6 +1,7 @@
 package batch
 
 import (
+	"context"
 	"strings"
 
 	"github.com/llmgw/gateway/storage"
@@ -23,8 +24,9 @@ func ErrorFileID(batchID string) string {
 // finalize writes the batch's output and error files from its stored results, in line order, and ends it in
 // state final (completed, cancelled, expired) with the counts the files hold. A file is written only when it
 // has a line. A crash at any point before the final state is saved leaves the batch as it was, and finalizing
-// again writes the same files under the same IDs.
-func (r *Runner) finalize(b *storage.Batch, final string) error {
+// again writes the same files under the same IDs. leased ends when the batch's lease is lost: the files are
+// then dropped unwritten, and the state left, for the replica that holds the lease now.
+func (r *Runner) finalize(leased context.Context, b *storage.Batch, final string) error {
 	var files [2]*storage.FileWriter // output, errors
 	defer func() {
 		for _, w := range files {
@@ -34,7 +36,11 @@ func (r *Runner) finalize(b *storage.Batch, final string) error {
 		}
 	}()
 	var counts [2]int
+	seen := 0
 	err := r.store.Batches.Lines(b.WorkspaceID, b.ID, func(_ int, kind storage.LineKind, data []byte) error {
+		if seen++; seen%checkEvery == 0 && leased.Err() != nil {
+			return context.Cause(leased)
+		}
 		i := 0
 		switch kind {
 		case storage.LineSucceeded:
@@ -63,6 +69,9 @@ func (r *Runner) finalize(b *storage.Batch, final string) error {
 	})
 	if err != nil {
 		return err
+	}
+	if leased.Err() != nil {
+		return context.Cause(leased)
 	}
 	var ids [2]string
 	for i, w := range files {

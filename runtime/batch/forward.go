@@ -225,7 +225,7 @@ func (r *Runner) mirror(ctx context.Context, b *storage.Batch) *storage.Batch {
 	u := b.Upstream
 	if u.Final != "" || u.BatchID == "" {
 		// Importing, or still to be sent: a start or an earlier read began it, or what failed is tried again.
-		r.launch(b)
+		r.launch(b.WorkspaceID, b.ID)
 		return b
 	}
 	return r.askProvider(ctx, b, "read", http.MethodGet, "/batches/"+url.PathEscape(u.BatchID))
@@ -280,7 +280,7 @@ func (r *Runner) saveMirror(b *storage.Batch, what string, status int, answer []
 		return b
 	}
 	if cur.Upstream.Final != "" {
-		r.launch(cur)
+		r.launch(cur.WorkspaceID, cur.ID)
 	}
 	return cur
 }

@@ -24,12 +24,13 @@ import (
 
 // mockUpstream is a local OpenAI-compatible provider: a chat completion answers with the first message's content
 // echoed, and with the caller's x-tenant header; a body whose "user" starts with "fail" gets a 500. gate, when
-// set, holds each call until it can receive.
+// set, holds each call until it can receive. A call is counted in byID once it passed the gate.
 type mockUpstream struct {
 	*httptest.Server
-	calls atomic.Int64
-	gate  chan struct{}
-	delay time.Duration
+	calls   atomic.Int64
+	gate    chan struct{}
+	waiting atomic.Int64 // calls held at gate now
+	delay   time.Duration
 
 	mu   sync.Mutex
 	byID map[string]int // calls by the first message's content (the line's custom_id), when not nil
@@ -49,9 +50,12 @@ func newUpstream(t testing.TB) *mockUpstream {
 		// The body is read first: the server notices a caller that went away only once it has.
 		raw, _ := io.ReadAll(r.Body)
 		if u.gate != nil {
+			u.waiting.Add(1)
 			select {
 			case <-u.gate:
+				u.waiting.Add(-1)
 			case <-r.Context().Done():
+				u.waiting.Add(-1)
 				return
 			}
 		}
@@ -74,6 +78,15 @@ func newUpstream(t testing.TB) *mockUpstream {
 			fmt.Fprintf(w, `{"error":{"message":"bad body %q"}}`, raw)
 			return
 		}
+		content := ""
+		if len(body.Messages) > 0 {
+			content = body.Messages[0].Content
+		}
+		u.mu.Lock()
+		if u.byID != nil && content != "" {
+			u.byID[content]++
+		}
+		u.mu.Unlock()
 		w.Header().Set("Content-Type", "application/json")
 		w.Header().Set("x-request-id", "req-up")
 		if strings.HasPrefix(body.User, "fail") {
@@ -85,15 +98,6 @@ func newUpstream(t testing.TB) *mockUpstream {
 			fmt.Fprintf(w, `{"object":"list","data":[{"object":"embedding","index":0,"embedding":[0.1,0.2]}],"model":"e","echo":%q}`, body.Input)
 			return
 		}
-		content := ""
-		if len(body.Messages) > 0 {
-			content = body.Messages[0].Content
-		}
-		u.mu.Lock()
-		if u.byID != nil {
-			u.byID[content]++
-		}
-		u.mu.Unlock()
 		fmt.Fprintf(w, `{"id":"chatcmpl-1","object":"chat.completion","created":1,"model":"m","choices":[{"index":0,"message":{"role":"assistant","content":%q},"finish_reason":"stop"}],"tenant":%q}`,
 			content, r.Header.Get("x-tenant"))
 	}))

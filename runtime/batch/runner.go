@@ -2,10 +2,12 @@ package batch
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
+	"os"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -50,7 +52,34 @@ type Options struct {
 	Logger *slog.Logger
 	// Now is the clock of the batches' timestamps. Default time.Now.
 	Now func() time.Time
+	// Owner names this runner in the batches' leases (at most storage.MaxLeaseName bytes). Default: the host
+	// name, the process ID and a random suffix, so that no two runners share one.
+	Owner string
+	// LeaseTTL is how long a batch's lease lasts unrenewed: a replica that dies leaves its batches to the others
+	// after it. The run renews it every LeaseTTL/3, and looks then for a cancel stored by another replica.
+	// Default 15 s.
+	LeaseTTL time.Duration
+	// TakeoverEvery is how often the runner looks for unfinished batches whose lease nobody holds (their
+	// replica died) and takes them over. Default LeaseTTL.
+	TakeoverEvery time.Duration
 }
+
+// defaultLeaseTTL is Options.LeaseTTL's default: long enough that a busy replica never misses a renewal, short
+// enough that a dead one's batches resume soon.
+const defaultLeaseTTL = 15 * time.Second
+
+// defaultOwner names a runner in leases: readable in the database (which host, which process), unique thanks to
+// the random part.
+func defaultOwner() string {
+	host, _ := os.Hostname()
+	if len(host) > 64 {
+		host = host[:64]
+	}
+	return fmt.Sprintf("%s-%d-%s", host, os.Getpid(), rand.Text()[:10])
+}
+
+// leaseName is the lease a runner holds while it runs the workspace's batch id.
+func leaseName(workspaceID, id string) string { return "batch/" + workspaceID + "/" + id }
 
 // Runner runs batches. Create one per store, Start it once the store is open (it resumes what a previous
 // process left unfinished) and Stop it before the store closes.
@@ -65,13 +94,21 @@ type Runner struct {
 	queued      int           // Options.Queued
 	slots       chan struct{} // one per batch running
 
+	owner         string        // Options.Owner
+	leaseTTL      time.Duration // Options.LeaseTTL
+	renewEvery    time.Duration // LeaseTTL/3
+	takeoverEvery time.Duration // Options.TakeoverEvery
+	// crashed is set by tests to stop as a crash would: the leases are kept until they expire.
+	crashed atomic.Bool
+
 	mu      sync.Mutex
 	runs    map[string]*run // batches being driven, by workspace/id
 	perWS   map[string]int  // how many of runs each workspace has
+	parked  map[string]bool // forwarded batches that only reads move on: the takeover pass leaves them
 	ctx     context.Context // ends at Stop; nil before Start
 	stop    context.CancelCauseFunc
 	stopped bool
-	drivers sync.WaitGroup
+	drivers sync.WaitGroup // the drivers and the takeover pass
 }
 
 // run is a batch being driven: how to interrupt it, and its live counts.
@@ -89,6 +126,8 @@ var (
 	errStopping  = errors.New("batch: the gateway is stopping")
 	errCancelled = errors.New("batch: cancelled")
 	errExpired   = errors.New("batch: past its completion window")
+	// errLeaseLost: another replica may run the batch now (its renewal was refused, or failed for a whole ttl).
+	errLeaseLost = errors.New("batch: the batch's lease was lost")
 )
 
 // New returns a runner over the store that sends lines through engine.
@@ -111,13 +150,25 @@ func New(store *storage.Store, engine Engine, opts Options) *Runner {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
+	if opts.Owner == "" {
+		opts.Owner = defaultOwner()
+	}
+	if opts.LeaseTTL <= 0 {
+		opts.LeaseTTL = defaultLeaseTTL
+	}
+	if opts.TakeoverEvery <= 0 {
+		opts.TakeoverEvery = opts.LeaseTTL
+	}
 	return &Runner{store: store, engine: engine, up: opts.Upstream, log: opts.Logger, now: opts.Now,
 		concurrency: opts.Concurrency, maxLine: opts.MaxLineBytes, queued: opts.Queued,
-		slots: make(chan struct{}, opts.Running), runs: map[string]*run{}, perWS: map[string]int{}}
+		slots: make(chan struct{}, opts.Running), runs: map[string]*run{}, perWS: map[string]int{},
+		parked: map[string]bool{}, owner: opts.Owner, leaseTTL: opts.LeaseTTL, renewEvery: opts.LeaseTTL / 3,
+		takeoverEvery: opts.TakeoverEvery}
 }
 
-// Start resumes every batch the store lists as unfinished and lets Create start new ones. ctx carries values
-// only: the runner works until Stop.
+// Start resumes every batch the store lists as unfinished whose lease it gets (the others run on other
+// replicas), lets Create start new ones, and from then on takes over, every Options.TakeoverEvery, the
+// unfinished batches whose lease nobody holds. ctx carries values only: the runner works until Stop.
 func (r *Runner) Start(ctx context.Context) error {
 	r.mu.Lock()
 	if r.ctx != nil {
@@ -131,14 +182,22 @@ func (r *Runner) Start(ctx context.Context) error {
 		return fmt.Errorf("batch: list unfinished batches: %w", err)
 	}
 	for _, b := range open {
-		r.log.Info("resuming batch", "batch_id", b.ID, "workspace_id", b.WorkspaceID, "status", b.Status)
-		r.launch(b)
+		if r.launch(b.WorkspaceID, b.ID) {
+			r.log.Info("resuming batch", "batch_id", b.ID, "workspace_id", b.WorkspaceID, "status", b.Status)
+		}
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if !r.stopped {
+		r.drivers.Add(1)
+		go r.takeOver()
 	}
 	return nil
 }
 
-// Stop interrupts every batch and waits for them. Lines in flight are dropped without a result and the
-// batches keep their state: the next Start resumes them.
+// Stop interrupts every batch, waits for them and releases their leases, so that other replicas take them
+// over at once. Lines in flight are dropped without a result and the batches keep their state: another
+// replica, or the next Start, resumes them.
 func (r *Runner) Stop() {
 	r.mu.Lock()
 	r.stopped = true
@@ -152,19 +211,79 @@ func (r *Runner) Stop() {
 
 func runKey(workspaceID, id string) string { return workspaceID + "/" + id }
 
-// launch drives b in the background unless it is driven already.
-func (r *Runner) launch(b *storage.Batch) {
+// launch drives the workspace's batch id in the background once this runner holds its lease, unless it
+// drives it already; a batch whose lease another replica holds is left to it. It reports whether it started
+// a driver.
+func (r *Runner) launch(workspaceID, id string) bool {
+	k := runKey(workspaceID, id)
+	r.mu.Lock()
+	busy := r.stopped || r.ctx == nil || r.runs[k] != nil
+	r.mu.Unlock()
+	if busy {
+		return false
+	}
+	held, err := r.store.TryLease(leaseName(workspaceID, id), r.owner, r.leaseTTL)
+	if err != nil {
+		r.log.Error("batch: cannot take the batch's lease", "batch_id", id, "workspace_id", workspaceID, "err", err)
+		return false
+	}
+	if !held {
+		return false
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	k := runKey(b.WorkspaceID, b.ID)
-	if r.stopped || r.ctx == nil || r.runs[k] != nil {
-		return
+	// A driver that started meanwhile holds the lease (this runner's): it is its to release. The runner may
+	// have stopped meanwhile too: the lease then expires, as one left by a crash does.
+	if r.stopped || r.runs[k] != nil {
+		return false
 	}
 	rn := &run{}
 	r.runs[k] = rn
-	r.perWS[b.WorkspaceID]++
+	r.perWS[workspaceID]++
+	delete(r.parked, k)
 	r.drivers.Add(1)
-	go r.drive(b.WorkspaceID, b.ID, rn)
+	go r.drive(workspaceID, id, rn)
+	return true
+}
+
+// takeOver looks, every takeoverEvery until Stop, for unfinished batches this runner does not drive and
+// launches those whose lease it gets: their replica died, or stopped. It reads only the index of unfinished
+// batches, so on the embedded store, where this process drives them all, a pass costs one short scan.
+func (r *Runner) takeOver() {
+	defer r.drivers.Done()
+	tick := time.NewTicker(r.takeoverEvery)
+	defer tick.Stop()
+	for {
+		select {
+		case <-r.ctx.Done():
+			return
+		case <-tick.C:
+		}
+		refs, err := r.store.Batches.UnfinishedRefs()
+		if err != nil {
+			r.log.Warn("batch: cannot list the unfinished batches to take over", "err", err)
+			continue
+		}
+		var free []storage.BatchRef
+		r.mu.Lock()
+		parked := make(map[string]bool, len(r.parked))
+		for _, ref := range refs {
+			k := runKey(ref.WorkspaceID, ref.ID)
+			switch {
+			case r.parked[k]:
+				parked[k] = true
+			case r.runs[k] == nil:
+				free = append(free, ref)
+			}
+		}
+		r.parked = parked // batches over leave it
+		r.mu.Unlock()
+		for _, ref := range free {
+			if r.launch(ref.WorkspaceID, ref.ID) {
+				r.log.Info("batch taken over", "batch_id", ref.ID, "workspace_id", ref.WorkspaceID, "owner", r.owner)
+			}
+		}
+	}
 }
 
 // Create stores a new batch and starts it. b holds what the caller asked for (validated by the control
@@ -196,12 +315,19 @@ func (r *Runner) Create(ctx context.Context, b *storage.Batch) (*storage.Batch, 
 			b.ExpiresAt = b.CreatedAt + int64(window/time.Second)
 		}
 	}
+	// The lease first: another replica's takeover pass, which may see the batch as soon as it is stored, then
+	// leaves it to this one.
+	name := leaseName(b.WorkspaceID, b.ID)
+	if _, err := r.store.TryLease(name, r.owner, r.leaseTTL); err != nil {
+		return nil, gwerr.Internal(err)
+	}
 	if err := r.store.Batches.Create(b); err != nil {
+		_ = r.store.ReleaseLease(name, r.owner)
 		return nil, gwerr.Internal(err)
 	}
 	r.log.Info("batch created", "batch_id", b.ID, "workspace_id", b.WorkspaceID, "endpoint", b.Endpoint,
 		"completion_window", b.CompletionWindow, "forwarded", b.Upstream != nil, "trace_id", b.Request.TraceID)
-	r.launch(b)
+	r.launch(b.WorkspaceID, b.ID)
 	return b, nil
 }
 
@@ -246,7 +372,8 @@ func (r *Runner) Cancel(ctx context.Context, workspaceID, id string) (*storage.B
 	}
 	r.mu.Unlock()
 	if rn == nil {
-		r.launch(b)
+		// Run here unless another replica holds the batch: that one sees the cancel at its next renewal.
+		r.launch(workspaceID, id)
 	}
 	return r.View(ctx, b, false), nil
 }
@@ -277,8 +404,9 @@ func (r *Runner) View(ctx context.Context, b *storage.Batch, refresh bool) *stor
 	return b
 }
 
-// drive takes the batch through its states until it is over, or the runner stops (its state then stays for
-// the next start).
+// drive takes the batch through its states while this runner holds its lease, until the batch is over, the
+// lease is lost (another replica may run it now) or the runner stops (its state then stays for whoever
+// resumes it). The lease is released when it ends, unless the runner crashed.
 func (r *Runner) drive(workspaceID, id string, rn *run) {
 	defer r.drivers.Done()
 	defer func() {
@@ -289,17 +417,49 @@ func (r *Runner) drive(workspaceID, id string, rn *run) {
 		}
 		r.mu.Unlock()
 	}()
-	select {
-	case r.slots <- struct{}{}:
-		defer func() { <-r.slots }()
-	case <-r.ctx.Done():
-		return
-	}
-	ctx, cancel := context.WithCancelCause(r.ctx)
+	// leased ends when the lease is lost or the runner stops: then nothing more is written for the batch.
+	// ctx, under it, ends at a cancel or at the batch's deadline too: what finished is still written then.
+	leased, lose := context.WithCancelCause(r.ctx)
+	defer lose(nil)
+	ctx, cancel := context.WithCancelCause(leased)
 	defer cancel(nil)
 	r.mu.Lock()
 	rn.cancel = cancel
 	r.mu.Unlock()
+	// The lease again, now that the run is registered: launch's was maybe renewed just before an earlier run of
+	// this batch, ending, released it.
+	name := leaseName(workspaceID, id)
+	asked := time.Now()
+	held, err := r.store.TryLease(name, r.owner, r.leaseTTL)
+	if err != nil || !held {
+		if err != nil {
+			r.log.Error("batch: cannot take the batch's lease", "batch_id", id, "workspace_id", workspaceID, "err", err)
+		}
+		return
+	}
+	kept := make(chan struct{})
+	go func() {
+		defer close(kept)
+		r.keepLease(leased, workspaceID, id, rn, asked.Add(r.leaseTTL), lose, cancel)
+	}()
+	// Runs before the removal from runs (deferred earlier): a launch meanwhile sees the run and takes no lease
+	// that this release would end.
+	defer func() {
+		lose(nil)
+		<-kept // no renewal may follow the release
+		if r.crashed.Load() {
+			return
+		}
+		if err := r.store.ReleaseLease(name, r.owner); err != nil {
+			r.log.Warn("batch: cannot release the batch's lease", "batch_id", id, "workspace_id", workspaceID, "err", err)
+		}
+	}()
+	select {
+	case r.slots <- struct{}{}:
+		defer func() { <-r.slots }()
+	case <-leased.Done():
+		return
+	}
 	// Read only now, with cancel in place: a Cancel that finds no cancel func wrote its state before this.
 	b, err := r.store.Batches.Get(workspaceID, id)
 	if err != nil {
@@ -311,24 +471,27 @@ func (r *Runner) drive(workspaceID, id string, rn *run) {
 		ctx, stopTimer = context.WithDeadlineCause(ctx, time.Unix(b.ExpiresAt, 0), errExpired)
 		defer stopTimer()
 	}
-	for !storage.BatchDone(b.Status) && r.ctx.Err() == nil {
+	for !storage.BatchDone(b.Status) && leased.Err() == nil {
 		var stageErr error
 		wait := false
 		switch {
 		case b.Upstream != nil:
 			stageErr, wait = r.forward(ctx, b), true
 		case b.Status == storage.BatchCancelling:
-			stageErr = r.finalize(b, storage.BatchCancelled)
+			stageErr = r.finalize(leased, b, storage.BatchCancelled)
 		case b.Status == storage.BatchFinalizing:
-			stageErr = r.finalize(b, storage.BatchCompleted)
+			stageErr = r.finalize(leased, b, storage.BatchCompleted)
 		case r.expired(ctx, b):
-			stageErr = r.finalize(b, storage.BatchExpired)
+			stageErr = r.finalize(leased, b, storage.BatchExpired)
 		case b.Status == storage.BatchValidating:
 			stageErr = r.validate(ctx, b)
 		case b.Status == storage.BatchInProgress:
 			stageErr = r.execute(ctx, rn, b)
 		}
-		if r.ctx.Err() != nil {
+		if leased.Err() != nil {
+			if context.Cause(leased) == errLeaseLost {
+				r.log.Warn("batch left to another replica: its lease was lost", "batch_id", id, "workspace_id", workspaceID, "status", b.Status)
+			}
 			return
 		}
 		if stageErr != nil && ctx.Err() == nil {
@@ -337,7 +500,12 @@ func (r *Runner) drive(workspaceID, id string, rn *run) {
 			return
 		}
 		if wait {
-			return // a forwarded batch is the provider's now: reads mirror it
+			// A forwarded batch is the provider's now: reads mirror it, and move it on when there is something
+			// to do; the takeover pass leaves it.
+			r.mu.Lock()
+			r.parked[runKey(workspaceID, id)] = true
+			r.mu.Unlock()
+			return
 		}
 		next, err := r.store.Batches.Get(workspaceID, id)
 		if err != nil {
@@ -345,11 +513,64 @@ func (r *Runner) drive(workspaceID, id string, rn *run) {
 			return
 		}
 		if next.Status == b.Status && !storage.BatchDone(next.Status) && !r.expired(ctx, next) {
-			// A stage that changed nothing, for no reason the state shows: never spin; the next start resumes it.
+			// A stage that changed nothing, for no reason the state shows: never spin; a takeover pass, or the
+			// next start, resumes it.
 			r.log.Warn("batch interrupted", "batch_id", id, "workspace_id", workspaceID, "status", b.Status, "cause", context.Cause(ctx))
 			return
 		}
 		b = next
+	}
+}
+
+// keepLease renews the run's lease every renewEvery until leased ends. The run loses the lease (lose) when a
+// renewal is refused, or when none succeeded by validUntil, the end of the last lease granted (the store
+// unreachable: another replica may hold it by then); a renewal that hangs does not delay that. After each
+// renewal it reads the batch: a cancel stored by another replica interrupts the run (cancel) as a local one
+// does, and the live counts are saved, so that the other replicas show the batch's progress.
+func (r *Runner) keepLease(leased context.Context, workspaceID, id string, rn *run, validUntil time.Time, lose, cancel context.CancelCauseFunc) {
+	name := leaseName(workspaceID, id)
+	expiry := time.AfterFunc(time.Until(validUntil), func() { lose(errLeaseLost) })
+	defer expiry.Stop()
+	tick := time.NewTicker(r.renewEvery)
+	defer tick.Stop()
+	var saved storage.BatchCounts
+	for {
+		select {
+		case <-leased.Done():
+			return
+		case <-tick.C:
+		}
+		asked := time.Now()
+		held, err := r.store.TryLease(name, r.owner, r.leaseTTL)
+		switch {
+		case err != nil:
+			r.log.Warn("batch: cannot renew the batch's lease", "batch_id", id, "workspace_id", workspaceID, "err", err)
+			continue
+		case !held:
+			lose(errLeaseLost)
+			return
+		}
+		expiry.Reset(time.Until(asked.Add(r.leaseTTL)))
+		b, err := r.store.Batches.Get(workspaceID, id)
+		if err != nil {
+			continue
+		}
+		if b.Status == storage.BatchCancelling {
+			cancel(errCancelled)
+		}
+		live := storage.BatchCounts{Total: b.Counts.Total, Completed: int(rn.completed.Load()), Failed: int(rn.failed.Load())}
+		if b.Status != storage.BatchInProgress || !rn.live.Load() || live == saved || live == b.Counts {
+			continue
+		}
+		if _, err := r.store.Batches.Update(workspaceID, id, func(b *storage.Batch) error {
+			if b.Status != storage.BatchInProgress {
+				return storage.ErrUnchanged
+			}
+			b.Counts.Completed, b.Counts.Failed = live.Completed, live.Failed
+			return nil
+		}); err == nil {
+			saved = live
+		}
 	}
 }
 

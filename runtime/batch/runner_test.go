@@ -283,13 +283,14 @@ func TestCancel(t *testing.T) {
 	}
 }
 
-// A runner stopped mid-batch leaves it in_progress with its finished lines stored; a new runner over the same
-// store finishes it, and every line has exactly one result.
+// A runner stopped mid-batch leaves it in_progress with its finished lines stored, and releases its lease: a
+// new runner over the same store takes the batch at once (the lease would last an hour) and finishes it, and
+// every line has exactly one result.
 func TestResumeAfterStop(t *testing.T) {
 	e := newEnv(t)
 	e.up.delay = 5 * time.Millisecond
 	e.up.byID = map[string]int{}
-	r1 := New(e.store, e.engine, Options{Concurrency: 8, Logger: e.log})
+	r1 := New(e.store, e.engine, Options{Concurrency: 8, Logger: e.log, LeaseTTL: time.Hour})
 	if err := r1.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -354,7 +355,7 @@ func TestFinalizeAgainAfterACrash(t *testing.T) {
 	}
 	for i, line := range []string{`{"id":"x1","custom_id":"a","response":{"status_code":200,"request_id":"r","body":{}},"error":null}`,
 		`{"id":"x2","custom_id":"b","response":{"status_code":200,"request_id":"r","body":{}},"error":null}`} {
-		if err := e.store.Batches.PutLine(e.ws, b.ID, i+1, storage.LineSucceeded, []byte(line)); err != nil {
+		if _, err := e.store.Batches.PutLine(e.ws, b.ID, i+1, storage.LineSucceeded, []byte(line)); err != nil {
 			t.Fatal(err)
 		}
 	}
