@@ -15,6 +15,7 @@ import (
 	"github.com/llmgw/gateway/runtime/httpclient"
 	"github.com/llmgw/gateway/runtime/netguard"
 	"github.com/llmgw/gateway/runtime/ratelimit"
+	"github.com/llmgw/gateway/runtime/redisstate"
 	"github.com/llmgw/gateway/storage"
 )
 
@@ -58,6 +59,9 @@ type Options struct {
 	Now func() time.Time
 	// Observer receives breaker changes and guardrail verdicts for the metrics. Nil: none.
 	Observer Observer
+	// Redis, when replicas run (--redis), shares the circuit breakers' state between them (breaker.go); Close
+	// stops listening to it. The caller hands it to the store's response cache itself. Nil: this replica's own.
+	Redis *redisstate.Client
 }
 
 // PluginCondition asks a workspace's wasm plugin whether a request matches a routing condition.
@@ -122,11 +126,15 @@ func New(store *storage.Store, opts Options) *Engine {
 		opts.Now = time.Now
 	}
 	var vectors cache.VectorStore
+	var refresh time.Duration
 	if store != nil { // engines of unit tests run without a store
 		vectors = store.Cache
+		if store.Shared() { // other replicas add vectors this index must come to see
+			refresh = cache.DefaultRefreshAfter
+		}
 	}
-	return &Engine{
-		semantic:        cache.NewIndex(vectors, cache.IndexOptions{Now: opts.Now, Logger: opts.Logger}),
+	e := &Engine{
+		semantic:        cache.NewIndex(vectors, cache.IndexOptions{Now: opts.Now, Logger: opts.Logger, RefreshAfter: refresh}),
 		limiter:         opts.RateLimiter,
 		budgets:         opts.Budgets,
 		observer:        opts.Observer,
@@ -147,6 +155,18 @@ func New(store *storage.Store, opts Options) *Engine {
 		now:             opts.Now,
 		sleep:           sleepCtx,
 		jitter:          rand.Int64N,
+	}
+	if opts.Redis != nil {
+		e.breakers.share(opts.Redis, opts.Now)
+	}
+	return e
+}
+
+// Close stops what New started beside the requests: listening to the other replicas' breakers. Safe to call
+// more than once.
+func (e *Engine) Close() {
+	if sh := e.breakers.shared; sh != nil {
+		sh.stop()
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"sync"
 	"time"
@@ -66,6 +67,32 @@ type CachedVector struct {
 	ExpiresAt time.Time
 }
 
+// CacheRemote is a store of answers shared by every replica (runtime/redisstate over Redis). Keys are the
+// engine's keys (cache/<workspace-id>/<key-hex>), values the engine's encoding; an answer is kept for ttl. Each
+// call is bounded by the remote itself. An error is a miss or a dropped write for the caller: the cache never
+// fails a request.
+type CacheRemote interface {
+	Get(key string) (value []byte, ok bool, err error)
+	Set(key string, value []byte, ttl time.Duration) error
+	Delete(key string) error
+}
+
+// DefaultRemoteHotLife is how long a replica serves an answer from its memory before asking the remote again
+// (UseRemote): an answer another replica replaced (a force-refresh) or deleted is served at most this much
+// longer here, while a popular answer costs a remote round trip and a decode once per this period, not on
+// every hit.
+const DefaultRemoteHotLife = 2 * time.Second
+
+// UseRemote moves the answers to r: Get, Put and Delete of answers go to it, and this replica keeps a decoded
+// answer in memory for at most hotLife (0: never; DefaultRemoteHotLife is the usual choice) since another
+// replica may replace it. Vectors stay in the engine (shared when the engine is). Call it before the store
+// serves requests.
+func (c *CacheStore) UseRemote(r CacheRemote, hotLife time.Duration) {
+	c.remote = r
+	c.hot.clear()
+	c.hot.life, c.hot.off = hotLife, hotLife <= 0
+}
+
 // CacheStore holds the response cache of runtime/cache: answers by exact-match key, and the vectors of the
 // semantic index. It is safe for concurrent use.
 //
@@ -74,6 +101,9 @@ type CachedVector struct {
 // writes, which only costs a few misses; it never loses user data, whose writes stay synced. Answer bodies are
 // compressed with zstd (one shared encoder and decoder, whose EncodeAll and DecodeAll are safe for concurrent
 // use). An expired entry reads as a miss; Sweep deletes expired entries, bounded work per call.
+//
+// With a remote (UseRemote: Redis, when replicas run), answers live there instead, in the same encoding and under
+// the same key, and the engine keeps only the semantic vectors.
 type CacheStore struct {
 	s *Store
 
@@ -82,6 +112,9 @@ type CacheStore struct {
 	dec       *zstd.Decoder
 
 	hot hotAnswers // the answers used last, decoded (cache_hot.go)
+
+	// remote holds the answers instead of the engine when set (UseRemote): shared by every replica.
+	remote CacheRemote
 
 	sweepMu    sync.Mutex
 	sweepTable int    // index into sweepTables of the table being swept
@@ -144,7 +177,7 @@ func cacheHeader(v []byte) (created, expires time.Time, rest []byte, err error) 
 }
 
 // Get returns the answer stored under key, or ok=false when there is none or it has expired at now. A value
-// that does not decode is reported as an error; callers treat that as a miss too.
+// that does not decode is reported as an error, as is a remote that failed; callers treat that as a miss too.
 func (c *CacheStore) Get(ws string, key [CacheKeySize]byte, now time.Time) (*CachedAnswer, bool, error) {
 	if !ValidID(ws) {
 		return nil, false, nil
@@ -156,40 +189,64 @@ func (c *CacheStore) Get(ws string, key [CacheKeySize]byte, now time.Time) (*Cac
 		return a, true, nil
 	}
 	k := cacheKey(ws, &key)
-	v, closer, err := c.s.db.Get(k)
-	if errors.Is(err, pebble.ErrNotFound) {
-		return nil, false, nil
+	var v []byte
+	if c.remote != nil {
+		var ok bool
+		var err error
+		if v, ok, err = c.remote.Get(string(k)); err != nil {
+			return nil, false, fmt.Errorf("storage: get %s from the shared cache: %w", k, err)
+		} else if !ok {
+			return nil, false, nil
+		}
+	} else {
+		var closer io.Closer
+		var err error
+		v, closer, err = c.s.db.Get(k)
+		if errors.Is(err, pebble.ErrNotFound) {
+			return nil, false, nil
+		}
+		if err != nil {
+			return nil, false, fmt.Errorf("storage: get %s: %w", k, err)
+		}
+		defer closer.Close()
 	}
-	if err != nil {
-		return nil, false, fmt.Errorf("storage: get %s: %w", k, err)
+	a, err := c.decodeAnswer(v, now)
+	if err != nil || a == nil {
+		if err != nil {
+			err = fmt.Errorf("storage: decode %s: %w", k, err)
+		}
+		return nil, false, err
 	}
-	defer closer.Close()
+	c.hot.put(ws, &key, a)
+	return a, true, nil
+}
+
+// decodeAnswer reads an answer's value; nil when it has expired at now.
+func (c *CacheStore) decodeAnswer(v []byte, now time.Time) (*CachedAnswer, error) {
 	created, expires, rest, err := cacheHeader(v)
 	if err != nil {
-		return nil, false, fmt.Errorf("storage: decode %s: %w", k, err)
+		return nil, err
 	}
 	if !now.Before(expires) {
-		return nil, false, nil
+		return nil, nil
 	}
 	status, n := binary.Uvarint(rest)
 	if n <= 0 || status > math.MaxInt32 {
-		return nil, false, fmt.Errorf("storage: decode %s: %w", k, errBadCacheValue)
+		return nil, errBadCacheValue
 	}
 	rest = rest[n:]
 	ctLen, n := binary.Uvarint(rest)
 	if n <= 0 || ctLen > uint64(len(rest)-n) {
-		return nil, false, fmt.Errorf("storage: decode %s: %w", k, errBadCacheValue)
+		return nil, errBadCacheValue
 	}
 	rest = rest[n:]
 	ct := string(rest[:ctLen])
 	_, dec := c.codec()
 	body, err := dec.DecodeAll(rest[ctLen:], nil)
 	if err != nil {
-		return nil, false, fmt.Errorf("storage: decode %s: %w", k, err)
+		return nil, err
 	}
-	a := &CachedAnswer{Status: int(status), ContentType: ct, Body: body, CreatedAt: created, ExpiresAt: expires}
-	c.hot.put(ws, &key, a)
-	return a, true, nil
+	return &CachedAnswer{Status: int(status), ContentType: ct, Body: body, CreatedAt: created, ExpiresAt: expires}, nil
 }
 
 // Put stores a (replacing any earlier answer under key), without waiting for the disk. a.CreatedAt defaults
@@ -218,7 +275,18 @@ func (c *CacheStore) Put(ws string, key [CacheKeySize]byte, a *CachedAnswer) err
 	v = append(binary.AppendUvarint(v, uint64(len(a.ContentType))), a.ContentType...)
 	v = enc.EncodeAll(a.Body, v)
 	k := cacheKey(ws, &key)
-	if err := c.s.db.Set(k, v, pebble.NoSync); err != nil {
+	if c.remote != nil {
+		// The remote's clock is its own: it gets the answer's remaining life, from the store's clock.
+		ttl := a.ExpiresAt.Sub(c.s.now())
+		if ttl < time.Millisecond { // Redis's least expiry; an answer expiring sooner is not worth the trip
+			c.hot.drop(ws, &key)
+			return nil
+		}
+		if err := c.remote.Set(string(k), v, ttl); err != nil {
+			c.hot.drop(ws, &key)
+			return fmt.Errorf("storage: put %s in the shared cache: %w", k, err)
+		}
+	} else if err := c.s.db.Set(k, v, pebble.NoSync); err != nil {
 		c.hot.drop(ws, &key)
 		return fmt.Errorf("storage: put %s: %w", k, err)
 	}
@@ -234,6 +302,9 @@ func (c *CacheStore) Delete(ws string, key [CacheKeySize]byte) error {
 		return nil
 	}
 	c.hot.drop(ws, &key)
+	if c.remote != nil {
+		return c.remote.Delete(string(cacheKey(ws, &key)))
+	}
 	return c.s.db.Delete(cacheKey(ws, &key), pebble.NoSync)
 }
 

@@ -3,6 +3,7 @@ package storage
 import (
 	"container/list"
 	"sync"
+	"time"
 )
 
 // hotAnswers keeps the answers read or written last, decoded, in front of pebble: a hit on a hot answer costs a
@@ -11,7 +12,13 @@ import (
 // bounded by the bytes of the bodies it holds; an answer larger than hotMaxAnswer is never kept. Entries carry
 // their expiry and read as misses once expired, like stored ones. Bodies are shared: callers must not modify
 // a CachedAnswer's Body (none does: answers are sent, replayed or judged, never changed in place).
+//
+// With a remote (CacheStore.UseRemote) another replica may replace or delete an answer this one holds, so an
+// entry is then kept for at most life after it was read or written (off: none is kept).
 type hotAnswers struct {
+	life time.Duration // 0: until the answer expires; set before use
+	off  bool
+
 	mu      sync.Mutex
 	entries map[hotKey]*list.Element // → *hotEntry
 	order   list.List                // front: most recently used
@@ -24,8 +31,9 @@ type hotKey struct {
 }
 
 type hotEntry struct {
-	k hotKey
-	a CachedAnswer
+	k    hotKey
+	a    CachedAnswer
+	kept time.Time // when life bounds the entry; monotonic, whatever clock the callers pin
 }
 
 const (
@@ -41,14 +49,22 @@ func (h *hotAnswers) get(ws string, key *[CacheKeySize]byte) *CachedAnswer {
 	if !ok {
 		return nil
 	}
+	e := el.Value.(*hotEntry)
+	if h.life > 0 && time.Since(e.kept) >= h.life {
+		h.remove(el)
+		return nil
+	}
 	h.order.MoveToFront(el)
-	a := el.Value.(*hotEntry).a
+	a := e.a
 	return &a
 }
 
 // put keeps a (a copy of the struct; the body is shared) under k, evicting the least recently used answers past
 // the bound.
 func (h *hotAnswers) put(ws string, key *[CacheKeySize]byte, a *CachedAnswer) {
+	if h.off {
+		return
+	}
 	k := hotKey{ws, *key}
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -61,7 +77,11 @@ func (h *hotAnswers) put(ws string, key *[CacheKeySize]byte, a *CachedAnswer) {
 	if len(a.Body) > hotMaxAnswer {
 		return
 	}
-	h.entries[k] = h.order.PushFront(&hotEntry{k: k, a: *a})
+	e := &hotEntry{k: k, a: *a}
+	if h.life > 0 {
+		e.kept = time.Now()
+	}
+	h.entries[k] = h.order.PushFront(e)
 	h.bytes += len(a.Body)
 	for h.bytes > hotMaxBytes {
 		h.remove(h.order.Back())

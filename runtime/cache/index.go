@@ -25,6 +25,8 @@ const (
 	DefaultMaxPerPartition = 50_000
 	DefaultMaxEntries      = 50_000
 	DefaultMaxPartitions   = 4096
+	// DefaultRefreshAfter is the usual IndexOptions.RefreshAfter over a store replicas share.
+	DefaultRefreshAfter = 5 * time.Second
 )
 
 // purgeEvery is how often Add drops the expired entries of the partition it writes to.
@@ -53,6 +55,12 @@ type IndexOptions struct {
 	MaxEntries int
 	// MaxPartitions bounds the partitions held in memory, unloaded the same way. Default 4096.
 	MaxPartitions int
+	// RefreshAfter, when positive, makes a search that misses reload its partition from the VectorStore if the
+	// partition was last loaded longer ago than this, and search again: other replicas add vectors to a shared
+	// store (--postgres) that this index would otherwise never see. Reloads only add entries, at most one per
+	// partition per period, without blocking searches meanwhile. 0: a partition is loaded once (one process owns
+	// the store).
+	RefreshAfter time.Duration
 	// Now is the clock. Default time.Now.
 	Now func() time.Time
 	// Logger receives load and persistence failures. Default: discarded.
@@ -111,6 +119,9 @@ type part struct {
 	fifo      []*entry // insertion order; removed entries are skipped when reached
 	live      int
 	lastPurge time.Time
+
+	loadedAt   time.Time // the last load or refresh from the store (IndexOptions.RefreshAfter)
+	refreshing bool
 }
 
 // vecSet holds the entries of one vector length.
@@ -177,6 +188,14 @@ func (x *Index) Search(ws string, p PartitionKey, vec []float32, threshold float
 		return Key{}, 0, false
 	}
 	pt := x.partition(ws, p)
+	key, score, ok = x.search(pt, q, threshold)
+	if !ok && x.refresh(pt) {
+		key, score, ok = x.search(pt, q, threshold)
+	}
+	return key, score, ok
+}
+
+func (x *Index) search(pt *part, q []float32, threshold float32) (key Key, score float32, ok bool) {
 	now := x.opts.Now().UnixNano()
 	pt.mu.RLock()
 	defer pt.mu.RUnlock()
@@ -209,6 +228,60 @@ func (x *Index) Search(ws string, p PartitionKey, vec []float32, threshold float
 		return Key{}, bestScore, false
 	}
 	return best.key, bestScore, true
+}
+
+// refresh adds to a partition the entries the store has and it lacks (other replicas' Adds) when it was last
+// loaded more than RefreshAfter ago. It reports whether it added any. One refresh of a partition runs at a time,
+// and the store is read without the partition's lock, so searches go on meanwhile.
+func (x *Index) refresh(pt *part) bool {
+	if x.opts.RefreshAfter <= 0 || x.store == nil {
+		return false
+	}
+	now := x.opts.Now()
+	pt.mu.Lock()
+	due := !pt.refreshing && !pt.evicted && now.Sub(pt.loadedAt) >= x.opts.RefreshAfter
+	if due {
+		pt.refreshing, pt.loadedAt = true, now
+	}
+	pt.mu.Unlock()
+	if !due {
+		return false
+	}
+	vs, err := x.store.ListVectors(pt.id.ws, [16]byte(pt.id.p), now)
+	if err != nil {
+		x.log.Warn("semantic cache: refresh partition", "workspace", pt.id.ws, "partition", pt.id.p.String(), "error", err)
+	}
+	added := x.merge(pt, vs)
+	if added > 0 {
+		x.enforceBudget()
+	}
+	return added > 0
+}
+
+// merge adds the listed entries a partition lacks, or holds older versions of, and ends its refresh.
+func (x *Index) merge(pt *part, vs []storage.CachedVector) (added int) {
+	pt.mu.Lock()
+	defer pt.mu.Unlock()
+	pt.refreshing = false
+	if pt.evicted {
+		return 0
+	}
+	for _, v := range vs {
+		if e := pt.byKey[v.Key]; e != nil && e.created >= v.CreatedAt.UnixNano() {
+			continue
+		} else if e != nil {
+			x.remove(pt, e) // replaced on another replica (a force-refresh)
+		}
+		if q := normalize(v.Vector); q != nil {
+			x.insert(pt, v.Key, q, v.CreatedAt.UnixNano(), v.ExpiresAt.UnixNano())
+			added++
+		}
+	}
+	for pt.live > x.opts.MaxPerPartition {
+		x.evictOldest(pt)
+	}
+	x.maintain(pt)
+	return added
 }
 
 // Add records that the answer under key is the answer to the query whose embedding is vec, until expires. An
@@ -344,7 +417,7 @@ func (x *Index) load(pt *part) {
 			x.insert(pt, v.Key, q, v.CreatedAt.UnixNano(), v.ExpiresAt.UnixNano())
 		}
 	}
-	pt.lastPurge = now
+	pt.lastPurge, pt.loadedAt = now, now
 	x.maintain(pt)
 }
 

@@ -65,6 +65,9 @@ func Open(url string, opts Options) (*Client, error) {
 	if opts.ProbeEvery <= 0 {
 		opts.ProbeEvery = time.Second
 	}
+	// go-redis's own messages (a reconnecting subscription's failed dials, every second while Redis is down)
+	// go to the gateway's log at debug level: the transitions above already say what matters, once.
+	redis.SetLogger(debugLogger{opts.Logger})
 	o.DialTimeout = opts.Timeout
 	o.ReadTimeout = opts.Timeout
 	o.WriteTimeout = opts.Timeout
@@ -192,4 +195,13 @@ func (c *Client) Close() error {
 	c.once.Do(func() { close(c.closed) })
 	c.wg.Wait()
 	return c.rdb.Close()
+}
+
+// debugLogger hands go-redis's messages to slog at debug level.
+type debugLogger struct{ log *slog.Logger }
+
+func (l debugLogger) Printf(ctx context.Context, format string, v ...any) {
+	if l.log.Enabled(ctx, slog.LevelDebug) {
+		l.log.Debug(fmt.Sprintf(format, v...), "component", "redis")
+	}
 }

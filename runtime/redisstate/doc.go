@@ -11,5 +11,7 @@
 // per request for trying.
 //
 // redisstate imports go-redis and nothing of the gateway's; runtime's users (runtime/ratelimit, the response
-// cache, the breakers) take a *Client.
+// cache, the breakers) take a *Client. Client.Cache (cache.go) keeps the response cache's answers for
+// storage.CacheStore.UseRemote; Client.Breakers (breakers.go) counts circuit-breaker failures and carries the
+// openings and closings between replicas.
 package redisstate
