@@ -28,6 +28,7 @@ import (
 	"github.com/llmgw/gateway/runtime/batch"
 	"github.com/llmgw/gateway/runtime/bootstrap"
 	"github.com/llmgw/gateway/runtime/ratelimit"
+	"github.com/llmgw/gateway/runtime/redisstate"
 	"github.com/llmgw/gateway/runtime/upstream"
 	// The adapters this binary ships.
 	_ "github.com/llmgw/gateway/runtime/providers/anthropic"
@@ -88,13 +89,18 @@ func run(ctx context.Context, stopSignals func(), args []string, getenv func(str
 	if err != nil {
 		return err
 	}
-	store, err := storage.Open(filepath.Join(cfg.dataDir, "db"), storage.Options{MasterKey: master, Logger: log})
+	store, err := openStore(ctx, cfg, master, log)
 	if err != nil {
 		return err
 	}
 	defer store.Close()
-	// Uploads a crash cut short left chunks behind a pending marker: drop them before serving.
-	if n, err := store.Files.SweepPending(); err != nil {
+	// Uploads a crash cut short left chunks behind a pending marker: drop them before serving. Replicas sharing
+	// the store drop only old ones: another replica may be uploading now.
+	sweepAge := time.Duration(0)
+	if store.Shared() {
+		sweepAge = pendingUploadAge
+	}
+	if n, err := store.Files.SweepPendingOlder(sweepAge); err != nil {
 		return fmt.Errorf("sweep half-written files: %w", err)
 	} else if n > 0 {
 		log.Info("dropped files a crash left half written", "files", n)
@@ -132,11 +138,23 @@ func run(ctx context.Context, stopSignals func(), args []string, getenv func(str
 		}
 		return c, nil
 	}
+	// With --redis, limits, budgets, the response cache and breakers are shared with the other replicas. A
+	// Redis that does not answer is not fatal: the replica serves with local state until it does.
+	var shared *redisstate.Client
+	if cfg.redisURL != "" {
+		shared, err = redisstate.Open(cfg.redisURL, redisstate.Options{Logger: log, OnState: meters.RedisState,
+			OnError: meters.RedisError})
+		if err != nil {
+			return err
+		}
+		defer shared.Close()
+		store.Cache.UseRemote(shared.Cache(), storage.DefaultRemoteHotLife)
+	}
 	// The limiter saves its counters every second and on Close, which must come before the store closes.
-	limiter := ratelimit.New(store, ratelimit.Options{Logger: log})
+	limiter := ratelimit.New(store, ratelimit.Options{Logger: log, Redis: shared})
 	defer limiter.Close()
 	// Budgets save their spend the same way; Close after the server drained, before the store closes.
-	budgets := ratelimit.NewBudgets(store, ratelimit.BudgetOptions{Logger: log,
+	budgets := ratelimit.NewBudgets(store, ratelimit.BudgetOptions{Logger: log, Redis: shared,
 		OnAlert: func(string) { meters.BudgetAlert() }, OnExceeded: func(string) { meters.BudgetExceeded() }})
 	defer budgets.Close()
 	// Request logs are written in the background; Close writes what is queued, once the server has drained
@@ -147,13 +165,15 @@ func run(ctx context.Context, stopSignals func(), args []string, getenv func(str
 	engine := runtime.New(store, runtime.Options{HostPolicy: &cfg.hosts, Logger: log,
 		PluginChecks: pluginChecks, PluginCondition: wasm.Condition, RateLimiter: limiter, Budgets: budgets,
 		CheckErrorsFail: cfg.checkErrorsFail, Observer: meters,
-		RequestDeadline: cfg.requestDeadline, MaxUpstreamAttempts: cfg.maxUpstreamAttempts})
+		RequestDeadline: cfg.requestDeadline, MaxUpstreamAttempts: cfg.maxUpstreamAttempts, Redis: shared})
+	defer engine.Close() // its breakers' subscription ends before the Redis client closes
 	// One client of the providers' management APIs, so that its per-file locks cover every caller.
 	mgmt := upstream.New(store, engine, log).WithFileLimit(cfg.fileLimit)
 	// One control plane serves the admin API and the plugins folder, so that their writes are serialised and
 	// invalidate the same caches.
 	// Batch lines are request bodies: the body limit bounds them too.
 	batches := batch.New(store, engine, batch.Options{Concurrency: cfg.batchConcurrency, MaxLineBytes: cfg.bodyLimit,
+		LeaseTTL: cfg.batchLease,
 		Upstream: mgmt, Logger: log})
 	plane := control.New(store, engine, control.Options{Plugins: wasm, PluginChecks: pluginChecks, Logger: log, Upstream: mgmt,
 		FileLimit: cfg.fileLimit, Batches: batches})
@@ -218,6 +238,10 @@ func run(ctx context.Context, stopSignals func(), args []string, getenv func(str
 		}
 	})
 	backgroundWork.Go(func() { sweepCache(background, engine, log, time.Minute) })
+	if store.Shared() {
+		follower := followReplicas(store, wasm, engine, log)
+		backgroundWork.Go(func() { follower.run(background) })
+	}
 	if cfg.plugins != "" {
 		watcher := newPluginWatcher(cfg.plugins, store, wasm, plane, log)
 		backgroundWork.Go(func() { watcher.run(background, 2*time.Second) })

@@ -45,9 +45,17 @@ type settings struct {
 	fileLimit int64
 	// batchConcurrency is how many lines of one batch run at once.
 	batchConcurrency int
+	// batchLease is how long a replica's claim on a running batch lasts without renewal: a replica that died
+	// leaves its batches to the others after it.
+	batchLease time.Duration
 	// logRetention is how long stored request logs are kept; logBodies keeps their request and response bodies.
 	logRetention time.Duration
 	logBodies    bool
+
+	// redisURL and postgresURL make this process one of several replicas (DESIGN.md "Several replicas"): hot
+	// shared state in Redis, every durable record in PostgreSQL. Empty: the embedded store alone.
+	redisURL    string
+	postgresURL string
 }
 
 const usageHeader = `gateway: an OpenAI-compatible model gateway.
@@ -90,12 +98,15 @@ func parseSettings(args []string, getenv func(string) string, stderr io.Writer) 
 	pluginMemory := fs.String("plugin-memory-per-workspace", env("GATEWAY_PLUGIN_MEMORY_PER_WORKSPACE", "1GiB"), "wasm memory one workspace's plugin instances may use together [GATEWAY_PLUGIN_MEMORY_PER_WORKSPACE]")
 	fileLimit := fs.String("file-limit", env("GATEWAY_FILE_LIMIT", "512MiB"), "largest file an upload to /v1/files may store [GATEWAY_FILE_LIMIT]")
 	batchConcurrency := fs.String("batch-concurrency", env("GATEWAY_BATCH_CONCURRENCY", "8"), "how many lines of one batch run at once [GATEWAY_BATCH_CONCURRENCY]")
+	batchLease := fs.String("batch-lease", env("GATEWAY_BATCH_LEASE", "15s"), "how long a replica's claim on a running batch lasts unrenewed; another replica takes over a dead one's batches after it [GATEWAY_BATCH_LEASE]")
 	logRetention := fs.String("log-retention", env("GATEWAY_LOG_RETENTION", "7d"), "how long stored request logs (GET /v1/logs) are kept: a duration such as 72h, or days such as 7d [GATEWAY_LOG_RETENTION]")
 	// A bool flag, so that a bare --log-bodies turns it on; the environment gives its default.
 	logBodiesEnv := env("GATEWAY_LOG_BODIES", "false")
 	logBodiesDefault, logBodiesEnvErr := strconv.ParseBool(logBodiesEnv)
 	logBodies := fs.Bool("log-bodies", logBodiesDefault, "store each request's and answer's body with its log entry (GET /v1/logs/{id}); never headers or credentials [GATEWAY_LOG_BODIES]")
 	checkErrors := fs.String("check-errors", env("GATEWAY_CHECK_ERRORS", "pass"), "pass or fail: what a check that errors counts as when its parameters do not say failOnError [GATEWAY_CHECK_ERRORS]")
+	redisURL := fs.String("redis", env("GATEWAY_REDIS_URL", ""), "Redis or Valkey URL (redis://[:password@]host:port/db) shared by replicas: rate-limit and budget counters, the response cache, circuit breakers; none when empty [GATEWAY_REDIS_URL]")
+	postgresURL := fs.String("postgres", env("GATEWAY_POSTGRES_URL", ""), "PostgreSQL URL (postgres://user:password@host:port/db) holding every durable record instead of the data folder's store, shared by replicas; none when empty [GATEWAY_POSTGRES_URL]")
 	fs.Usage = func() {
 		fmt.Fprint(stderr, usageHeader)
 		fs.PrintDefaults()
@@ -156,10 +167,20 @@ func parseSettings(args []string, getenv func(string) string, stderr io.Writer) 
 	if s.batchConcurrency, err = strconv.Atoi(*batchConcurrency); err != nil || s.batchConcurrency < 1 || s.batchConcurrency > 1000 {
 		errs = append(errs, fmt.Errorf("--batch-concurrency (GATEWAY_BATCH_CONCURRENCY): %q is not a whole number from 1 to 1000", *batchConcurrency))
 	}
+	if s.batchLease, err = time.ParseDuration(*batchLease); err != nil || s.batchLease < time.Second || s.batchLease > time.Hour {
+		errs = append(errs, fmt.Errorf("--batch-lease (GATEWAY_BATCH_LEASE): %q is not a duration from 1s to 1h", *batchLease))
+	}
 	if s.logRetention, err = parseRetention(*logRetention); err != nil {
 		errs = append(errs, fmt.Errorf("--log-retention (GATEWAY_LOG_RETENTION): %w", err))
 	}
 	s.logBodies = *logBodies
+	s.redisURL, s.postgresURL = strings.TrimSpace(*redisURL), strings.TrimSpace(*postgresURL)
+	if s.redisURL != "" && !hasScheme(s.redisURL, "redis://", "rediss://", "unix://") {
+		errs = append(errs, errors.New("--redis (GATEWAY_REDIS_URL): not a redis://, rediss:// or unix:// URL"))
+	}
+	if s.postgresURL != "" && !hasScheme(s.postgresURL, "postgres://", "postgresql://") {
+		errs = append(errs, errors.New("--postgres (GATEWAY_POSTGRES_URL): not a postgres:// or postgresql:// URL"))
+	}
 	if logBodiesEnvErr != nil {
 		errs = append(errs, fmt.Errorf("--log-bodies (GATEWAY_LOG_BODIES): %q is not true or false", logBodiesEnv))
 	}
@@ -178,6 +199,17 @@ func parseSettings(args []string, getenv func(string) string, stderr io.Writer) 
 		errs = append(errs, fmt.Errorf("--log-format (GATEWAY_LOG_FORMAT): %q is not text or json", *logFormat))
 	}
 	return s, errors.Join(errs...)
+}
+
+// hasScheme reports whether u starts with one of the schemes. The URL itself is never echoed in an error: it may
+// hold a password.
+func hasScheme(u string, schemes ...string) bool {
+	for _, sc := range schemes {
+		if len(u) > len(sc) && strings.EqualFold(u[:len(sc)], sc) {
+			return true
+		}
+	}
+	return false
 }
 
 // parseRetention reads a positive duration: Go's (72h, 90m) or a whole number of days (7d).
