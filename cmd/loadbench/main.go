@@ -46,6 +46,7 @@ func main() {
 	flag.BoolVar(&o.useWrk, "wrk", false, "drive the load with wrk (must be on PATH) instead of the Go generator")
 	flag.BoolVar(&o.asJSON, "json", false, "print the results as JSON instead of a table")
 	flag.StringVar(&o.gatewayBin, "gateway", "", "a gateway binary to measure (default: build ./cmd/gateway)")
+	flag.StringVar(&o.gatewayArgs, "gateway-args", "", "more flags for the gateway, space-separated (e.g. \"--redis redis://127.0.0.1:6379/0\" to measure the shared rate limit)")
 	flag.BoolVar(&o.keep, "keep", false, "keep the temporary folder (gateway.log, mock.log, data) and print its path")
 	flag.Usage = func() {
 		fmt.Fprintln(flag.CommandLine.Output(), "usage: go run ./cmd/loadbench [flags]\n\n"+

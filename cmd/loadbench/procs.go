@@ -138,13 +138,13 @@ var listeningLine = regexp.MustCompile(`msg="gateway listening" addr=http://(127
 
 // startGateway runs the gateway binary on a free loopback port with its output in logPath, and waits until it
 // listens: the log line names the port it got. Loading a Go wasm plugin at start can take many seconds.
-func startGateway(ctx context.Context, bin, dataDir, bootstrap, logPath string) (*child, string, error) {
+func startGateway(ctx context.Context, bin, dataDir, bootstrap, logPath string, extra ...string) (*child, string, error) {
 	logFile, err := os.Create(logPath)
 	if err != nil {
 		return nil, "", err
 	}
 	defer logFile.Close() // the child holds its own descriptor
-	cmd := exec.Command(bin, "--listen", "127.0.0.1:0", "--data", dataDir, "--bootstrap", bootstrap)
+	cmd := exec.Command(bin, append([]string{"--listen", "127.0.0.1:0", "--data", dataDir, "--bootstrap", bootstrap}, extra...)...)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	c, err := startChild("gateway", cmd)
 	if err != nil {

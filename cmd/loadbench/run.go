@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"time"
 )
 
@@ -24,6 +25,9 @@ type options struct {
 	asJSON     bool
 	gatewayBin string // a built gateway; empty: build ./cmd/gateway
 	keep       bool   // keep the temporary folder (logs, data) for a look afterwards
+	// gatewayArgs are more flags for the gateway, such as "--redis redis://127.0.0.1:6379/0" to measure the
+	// shared rate limit (the limited row) against the embedded one.
+	gatewayArgs string
 }
 
 const (
@@ -151,7 +155,8 @@ func run(ctx context.Context, o options, progress io.Writer) (*report, error) {
 		return rep, err
 	}
 	fmt.Fprintln(progress, "loadbench: starting the gateway")
-	gw, gwAddr, err := startGateway(ctx, bin, filepath.Join(scratch, "data"), bootstrap, filepath.Join(scratch, "gateway.log"))
+	gw, gwAddr, err := startGateway(ctx, bin, filepath.Join(scratch, "data"), bootstrap, filepath.Join(scratch, "gateway.log"),
+		strings.Fields(o.gatewayArgs)...)
 	if err != nil {
 		return rep, err
 	}

@@ -55,7 +55,7 @@ type scenario struct {
 }
 
 // scenarioNames lists every scenario, in the order they run.
-var scenarioNames = []string{"direct", "plain", "floor", "stream", "cached", "guarded", "body64k", "latency1"}
+var scenarioNames = []string{"direct", "plain", "floor", "limited", "stream", "cached", "guarded", "body64k", "latency1"}
 
 const bigPromptSize = 64 << 10
 
@@ -100,6 +100,20 @@ func scenarios(chunks int) map[string]scenario {
 		"direct": {name: "direct", rows: []target{{row: "direct", body: small, probe: plain}}},
 		"plain": {name: "plain", needs: []string{"direct"}, rows: []target{
 			{row: "plain", through: true, body: small, headers: viaKey, baseline: "direct", probe: plain}}},
+		// plain's request counted by a rate-limit policy (one that never refuses): the limiter's cost, embedded or
+		// (with -gateway-args "--redis URL") shared.
+		"limited": {name: "limited", needs: []string{"direct"}, rows: []target{
+			{row: "limited", through: true, body: small, baseline: "direct",
+				headers: append(viaKey[:len(viaKey):len(viaKey)], [2]string{"x-gateway-metadata", `{"bench":"limited"}`}),
+				probe: func(status int, header func(string) string, body []byte, _ bool) error {
+					if err := okStatus(status, body); err != nil {
+						return err
+					}
+					if header("x-ratelimit-limit") == "" {
+						return fmt.Errorf("the answer carries no x-ratelimit-limit: the policy did not count it")
+					}
+					return nil
+				}}}},
 		// plain's request through the most minimal proxy: what any proxy costs here, the floor under plain.
 		"floor": {name: "floor", needs: []string{"direct"}, rows: []target{
 			{row: "floor", floor: true, body: small, baseline: "direct", probe: plain}}},
@@ -188,6 +202,9 @@ func writeBootstrap(path, mockAddr, wasmPath string) error {
 		"api_keys": []map[string]any{{"key": apiKey, "workspace": "default", "admin": true, "name": "loadbench"}},
 		"providers": []map[string]any{{"slug": virtualKey, "workspace": "default", "provider": "openai",
 			"api_key": mockProviderKey, "custom_host": "http://" + mockAddr + "/v1"}},
+		"rate_limit_policies": []map[string]any{{"id": "3c9a4b1e-2d5f-4a6b-8c7d-0e1f2a3b4c5d", "workspace": "default",
+			"type": "requests", "unit": "rpm", "value": 1e12, "status": "active", "name": "loadbench limited row",
+			"conditions": []map[string]any{{"key": "metadata.bench", "value": "limited"}}, "group_by": []map[string]any{{"key": "api_key"}}}},
 	}
 	if wasmPath != "" {
 		configs = append(configs, map[string]any{"id": guardedConfig, "workspace": "default",
