@@ -57,6 +57,18 @@ func (p *Plane) PutPlugin(ctx context.Context, caller Caller, id string, module 
 	}
 	ctx, cancel := context.WithTimeout(ctx, pluginLoadTimeout)
 	defer cancel()
+	if p.store.Shared() {
+		// The other replicas start compiling the module now, alongside this one, rather than once it is stored.
+		if err := p.store.Plugins.Stage(caller.WorkspaceID, id, wasm); err != nil {
+			p.log.Warn("plugin not staged for the other replicas; they compile it once it is stored", "plugin", id, "err", err)
+		} else {
+			defer func() {
+				if err := p.store.Plugins.Unstage(caller.WorkspaceID, id); err != nil {
+					p.log.Warn("staged plugin module not dropped", "plugin", id, "err", err)
+				}
+			}()
+		}
+	}
 	if err := p.plugins.Validate(ctx, wasm); err != nil {
 		return nil, asBadRequest(err, "body")
 	}

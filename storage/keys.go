@@ -21,6 +21,8 @@ import (
 //	policy/<workspace-id>/<id>         RateLimitPolicy
 //	plugin/<workspace-id>/<id>         Plugin (metadata)
 //	pluginwasm/<workspace-id>/<id>     the plugin's wasm bytes
+//	pluginstage/<workspace-id>/<id>    an upload's module while it is checked (shared stores only): the other
+//	                                   replicas compile it meanwhile
 //	counter/<workspace-id>/<policy-id>/<hex>           CounterRecord of a rate-limit policy; <hex> is the first 16
 //	                                                   bytes of sha256(group), the group kept in the record
 //	cache/<workspace-id>/<key-hex>                     CachedAnswer: the 32-byte exact-match key of runtime/cache

@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+
+	"github.com/cockroachdb/pebble/v2"
 )
 
 // PluginStore holds wasm plugins: metadata under plugin/, bytes under pluginwasm/, written together.
@@ -113,4 +115,37 @@ func (p *PluginStore) Delete(workspaceID, id string) error {
 	err = s.commit(b)
 	p.docs.cache.forget(string(key(tablePlugin, workspaceID, id)))
 	return err
+}
+
+// tablePluginStage holds the module of an upload being checked now, so that the other replicas sharing the
+// store compile it while the uploading one does (the change feed announces it): when the plugin is then stored,
+// they load it from their compilation cache instead of compiling it only then.
+const tablePluginStage = "pluginstage"
+
+// Stage keeps wasm as the module being uploaded as the workspace's plugin id, until Unstage. It is not synced:
+// losing it costs the other replicas only their head start.
+func (p *PluginStore) Stage(workspaceID, id string, wasm []byte) error {
+	if err := CheckID("workspace id", workspaceID); err != nil {
+		return err
+	}
+	if err := CheckID("plugin id", id); err != nil {
+		return err
+	}
+	return p.docs.s.db.Set(key(tablePluginStage, workspaceID, id), wasm, pebble.NoSync)
+}
+
+// Staged returns the module an upload of the plugin is checking now, or ErrNotFound.
+func (p *PluginStore) Staged(workspaceID, id string) ([]byte, error) {
+	if !ValidID(workspaceID) || !ValidID(id) {
+		return nil, ErrNotFound
+	}
+	return p.docs.s.get(key(tablePluginStage, workspaceID, id))
+}
+
+// Unstage drops the staged module once the upload is done, stored or refused.
+func (p *PluginStore) Unstage(workspaceID, id string) error {
+	if !ValidID(workspaceID) || !ValidID(id) {
+		return nil
+	}
+	return p.docs.s.db.Delete(key(tablePluginStage, workspaceID, id), pebble.NoSync)
 }

@@ -46,3 +46,31 @@ func TestPluginLoadError(t *testing.T) {
 		t.Fatalf("SetLoadError of a missing plugin: %v", err)
 	}
 }
+
+// TestPluginStage keeps an upload's module for the other replicas until the upload is done, and refuses bad IDs.
+func TestPluginStage(t *testing.T) {
+	s := openTest(t, nil, newFakeClock())
+	ws := NewUUID()
+	wasm := []byte("\x00asm\x01\x00\x00\x00 staged")
+	if _, err := s.Plugins.Staged(ws, "p"); err != ErrNotFound {
+		t.Fatalf("nothing staged: %v", err)
+	}
+	if err := s.Plugins.Stage(ws, "p", wasm); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := s.Plugins.Staged(ws, "p"); err != nil || string(got) != string(wasm) {
+		t.Fatalf("staged: %q %v", got, err)
+	}
+	if _, err := s.Plugins.Get(ws, "p"); err != ErrNotFound {
+		t.Fatalf("a staged module is not a stored plugin: %v", err)
+	}
+	if err := s.Plugins.Unstage(ws, "p"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Plugins.Staged(ws, "p"); err != ErrNotFound {
+		t.Fatalf("unstaged: %v", err)
+	}
+	if err := s.Plugins.Stage(ws, "../x", wasm); err == nil {
+		t.Fatal("a bad plugin id was staged")
+	}
+}

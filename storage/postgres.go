@@ -2,6 +2,7 @@ package storage
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -19,6 +20,7 @@ import (
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
@@ -36,6 +38,12 @@ const (
 	pgFeedApplication = "gateway change feed "
 	// pgMaxBackoff bounds the wait between two attempts to restore the change feed.
 	pgMaxBackoff = 5 * time.Second
+	// pgFeedCheck is how long the change feed may be silent before its connection is pinged. A connection that
+	// died without a word (a firewall or NAT dropping it, a host gone) would otherwise go unnoticed until TCP
+	// keepalive gives up, minutes later, and every cached record would be served stale meanwhile: a revoked
+	// API key would go on authenticating. The ping must answer within pgFeedPingTimeout.
+	pgFeedCheck       = 5 * time.Second
+	pgFeedPingTimeout = 5 * time.Second
 	// pgLockConns bounds the connections that cross-process locks hold. They come from a pool of their own so
 	// that lock holders never take the connections their writes need.
 	pgLockConns = 8
@@ -45,7 +53,7 @@ const (
 // feed so that the others drop their copies.
 var feedTables = map[string]struct{}{
 	tableWorkspace: {}, tableAPIKey: {}, tableProvider: {}, tableConfig: {}, tablePrompt: {}, tableGuardrail: {},
-	tablePolicy: {}, tableUsageLimit: {}, tablePlugin: {}, tablePluginWasm: {}, tableWSSlug: {}, tableAPIKeyID: {},
+	tablePolicy: {}, tableUsageLimit: {}, tablePlugin: {}, tablePluginWasm: {}, tablePluginStage: {}, tableWSSlug: {}, tableAPIKeyID: {},
 }
 
 // inFeed reports whether k is a record of a feed table.
@@ -87,12 +95,13 @@ func OpenPostgres(ctx context.Context, url string, opts Options) (*Store, error)
 		return nil, fmt.Errorf("--postgres URL: %w", redact(err, urlPassword(url)))
 	}
 	e := &pgEngine{
-		log:      log.With("component", "postgres"),
-		password: cfg.ConnConfig.Password,
-		addr:     pgAddr(cfg.ConnConfig),
-		instance: newInstanceID(),
-		locks:    map[string]*pgLock{},
-		done:     make(chan struct{}),
+		log:       log.With("component", "postgres"),
+		password:  cfg.ConnConfig.Password,
+		addr:      pgAddr(cfg.ConnConfig),
+		instance:  newInstanceID(),
+		locks:     map[string]*pgLock{},
+		done:      make(chan struct{}),
+		feedCheck: cmp.Or(opts.feedCheck, pgFeedCheck),
 	}
 	if err := e.connect(ctx, cfg); err != nil {
 		e.Close()
@@ -117,6 +126,8 @@ type pgEngine struct {
 	addr     string // host:port/database, for errors
 	// instance tells this engine's notifications from the other replicas'.
 	instance string
+	// feedCheck is how long the feed may be silent before its connection is pinged (pgFeedCheck).
+	feedCheck time.Duration
 
 	listenConn *pgx.Conn // the change feed's connection, until the listener goroutine takes it over
 	store      atomic.Pointer[Store]
@@ -220,10 +231,12 @@ func (e *pgEngine) follow(ctx context.Context) {
 	}()
 	backoff := 100 * time.Millisecond
 	for {
-		n, err := c.WaitForNotification(ctx)
+		n, err := e.waitForNotification(ctx, c)
 		if err == nil {
 			backoff = 100 * time.Millisecond
-			e.notified(n.Payload)
+			if n != nil {
+				e.notified(n.Payload)
+			}
 			continue
 		}
 		if ctx.Err() != nil {
@@ -249,6 +262,26 @@ func (e *pgEngine) follow(ctx context.Context) {
 		e.log.Info("postgres change feed restored", "addr", e.addr)
 		e.store.Load().remoteChangedAll()
 	}
+}
+
+// waitForNotification waits for the next notification on c for at most feedCheck; when none came, it pings c
+// so that a connection that died silently is an error here, within feedCheck and pgFeedPingTimeout, rather
+// than a wait without end. A healthy silent feed answers nil, nil.
+func (e *pgEngine) waitForNotification(ctx context.Context, c *pgx.Conn) (*pgconn.Notification, error) {
+	waitCtx, cancel := context.WithTimeout(ctx, e.feedCheck)
+	n, err := c.WaitForNotification(waitCtx)
+	cancel()
+	// A wait that only timed out leaves the connection usable (pgx's default context handling sets a read
+	// deadline, it does not close the connection).
+	if err == nil || ctx.Err() != nil || waitCtx.Err() == nil || c.IsClosed() {
+		return n, err
+	}
+	pingCtx, cancel := context.WithTimeout(ctx, pgFeedPingTimeout)
+	defer cancel()
+	if err := c.Ping(pingCtx); err != nil {
+		return nil, fmt.Errorf("the feed's connection does not answer: %w", err)
+	}
+	return nil, nil
 }
 
 // notified applies one payload: this engine's instance ID is the first line, then "all" or the keys.

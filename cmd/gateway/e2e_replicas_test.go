@@ -165,7 +165,7 @@ func TestReplicasShareRecordsLimitsAndPlugins(t *testing.T) {
 	}
 	pushed := time.Now()
 	waitFor(t, r.b, `msg="replica: plugin loaded (changed on another replica)"`, 2*time.Minute)
-	t.Logf("the plugin served on b %v after a stored it (most of it is b compiling the module)", time.Since(pushed).Round(time.Millisecond))
+	t.Logf("the plugin served on b %v after a stored it (b compiles an upload while a checks it, so it loads from its compilation cache)", time.Since(pushed).Round(time.Millisecond))
 	guarded := map[string]string{"x-gateway-virtual-key": "mock",
 		"x-gateway-config": `{"input_guardrails":[{"id":"words","deny":true,"denylist.check":{"words":["forbidden"]}}]}`}
 	if status, text, _ := chatThrough(t, r.b.base, admin, guarded, "this is forbidden talk"); status != 446 {

@@ -45,6 +45,7 @@ type replicaFollower struct {
 
 	mu      sync.Mutex
 	pending map[[2]string]bool // plugins to sync: workspace, id
+	staged  map[[2]string]bool // uploads another replica is checking: compile their modules meanwhile
 	all     bool               // sync every plugin
 	wake    chan struct{}
 }
@@ -54,7 +55,7 @@ const maxPendingPlugins = 4096
 
 func followReplicas(store *storage.Store, wasm *plugins.Engine, engine *runtime.Engine, log *slog.Logger) *replicaFollower {
 	f := &replicaFollower{store: store, wasm: wasm, engine: engine, log: log, pending: map[[2]string]bool{},
-		wake: make(chan struct{}, 1)}
+		staged: map[[2]string]bool{}, wake: make(chan struct{}, 1)}
 	store.OnChange(f.changed)
 	return f
 }
@@ -69,6 +70,12 @@ func (f *replicaFollower) changed(c storage.Change) {
 	case c.Table == "guardrail":
 		f.engine.ForgetCompiledHooks()
 		return
+	case c.Table == "pluginstage":
+		f.mu.Lock()
+		if len(f.staged) < maxPendingPlugins {
+			f.staged[[2]string{c.WorkspaceID, c.ID}] = true
+		}
+		f.mu.Unlock()
 	case c.Table == "plugin": // its module's key changes in the same commit: one reload is enough
 		f.engine.ForgetCompiledHooks()
 		f.mu.Lock()
@@ -96,9 +103,27 @@ func (f *replicaFollower) run(ctx context.Context) {
 		case <-f.wake:
 		}
 		f.mu.Lock()
-		all, pending := f.all, f.pending
-		f.all, f.pending = false, map[[2]string]bool{}
+		all, pending, staged := f.all, f.pending, f.staged
+		f.all, f.pending, f.staged = false, map[[2]string]bool{}, map[[2]string]bool{}
 		f.mu.Unlock()
+		// Staged modules first: the store that follows loads them from the compilation cache. An upload that is
+		// refused leaves only a compiled module in the cache.
+		for k := range staged {
+			if pending[k] || all {
+				continue // stored already: the sync below compiles it anyway
+			}
+			wasm, err := f.store.Plugins.Staged(k[0], k[1])
+			if err != nil {
+				continue // the upload is over
+			}
+			start := time.Now()
+			if err := f.wasm.Validate(ctx, wasm); err != nil && ctx.Err() == nil {
+				f.log.Debug("replica: a module another replica is checking does not compile here either", "workspace", k[0], "plugin", k[1], "err", err)
+				continue
+			}
+			f.log.Debug("replica: compiled a module another replica is uploading", "workspace", k[0], "plugin", k[1],
+				"took", time.Since(start))
+		}
 		if all {
 			f.log.Info("replica: the change feed was interrupted or a workspace went away; syncing every plugin with the store")
 			if err := f.wasm.SyncAll(ctx, f.store); err != nil && ctx.Err() == nil {
