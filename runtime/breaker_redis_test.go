@@ -209,6 +209,24 @@ func TestSharedBreakersBounded(t *testing.T) {
 	}
 }
 
+// TestSharedBreakersBoundedAgainstFarOpenings: openings far ahead for ids this replica never called (what a
+// hostile publisher on the channel sends) cannot grow the set past its bound, although prune keeps open
+// breakers: once the set is full of them, the next message's breaker is still closed when added prunes, so it
+// goes at once.
+func TestSharedBreakersBoundedAgainstFarOpenings(t *testing.T) {
+	clock := time.Unix(1_000_000, 0)
+	b := breakers{max: 100, shared: &sharedBreakers{now: func() time.Time { return clock }}}
+	for i := range 1000 {
+		b.byID(identityHash(string(rune(i)))).openUntil(clock, clock.AddDate(100, 0, 0))
+	}
+	if n := b.n.Load(); n > 100 {
+		t.Fatalf("%d breakers kept, bound 100", n)
+	}
+	if b.get("mine") == nil {
+		t.Fatal("no breaker for a target this replica calls")
+	}
+}
+
 var sinkAllowed bool
 
 // BenchmarkBreakerAllowClosed: the cost of a closed breaker on a request (get, allow, a success), with and

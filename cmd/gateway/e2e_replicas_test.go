@@ -344,17 +344,37 @@ func TestReplicaKeepsServingWithoutRedis(t *testing.T) {
 		}
 	}
 	waitFor(t, r.a, `msg="redis: lost; falling back to local state`, 10*time.Second)
-	req, _ := http.NewRequest("GET", r.a.base+"/metrics", nil)
+	if m := scrapeMetrics(t, r.a.base, key); !strings.Contains(m, "gateway_redis_up 0") {
+		t.Fatalf("metrics do not say redis is down:\n%s", grepLines(m, "gateway_redis"))
+	}
+
+	// Redis back on its port: the probe finds it, the replica says so and uses it again.
+	srv = exec.Command(redisBin, "--port", fmt.Sprint(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", dir)
+	if err := srv.Start(); err != nil {
+		t.Fatal(err)
+	}
+	stopped = false
+	waitListening(t, port)
+	waitFor(t, r.a, `msg="redis: reachable again; shared state restored"`, 20*time.Second)
+	if status, text, _ := chatThrough(t, r.a.base, key, vk, "back"); status != 200 {
+		t.Fatalf("with redis back: %d %s", status, text)
+	}
+	if m := scrapeMetrics(t, r.a.base, key); !strings.Contains(m, "gateway_redis_up 1") {
+		t.Fatalf("metrics do not say redis is back:\n%s", grepLines(m, "gateway_redis"))
+	}
+}
+
+func scrapeMetrics(t *testing.T, base, key string) string {
+	t.Helper()
+	req, _ := http.NewRequest("GET", base+"/metrics", nil)
 	req.Header.Set("x-gateway-api-key", key)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer resp.Body.Close()
 	text, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if !strings.Contains(string(text), "gateway_redis_up 0") {
-		t.Fatalf("metrics do not say redis is down:\n%s", grepLines(string(text), "gateway_redis"))
-	}
+	return string(text)
 }
 
 func grepLines(text, sub string) string {

@@ -1,7 +1,6 @@
 package ratelimit
 
 import (
-	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
@@ -111,8 +110,9 @@ func (l *Limiter) admitShared(hits []hit[*policy, *counter], nanos int64) (adm A
 		keys = append(keys, h.c.rkey)
 		args = append(args, nanos/s.bucket, h.p.kind(), h.p.value, s.keyTTL().Milliseconds())
 	}
-	// The client's own timeouts (redisstate.Options.Timeout) bound the call.
-	answer, err := admitScript.Run(context.Background(), l.redis.Redis(), keys, args...).StringSlice()
+	ctx, cancel := l.redis.CallContext()
+	answer, err := admitScript.Run(ctx, l.redis.Redis(), keys, args...).StringSlice()
+	cancel()
 	if err == nil && len(answer) != len(hits) {
 		err = fmt.Errorf("script answered %d counters for %d keys", len(answer), len(hits))
 	}

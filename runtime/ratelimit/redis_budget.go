@@ -1,7 +1,6 @@
 package ratelimit
 
 import (
-	"context"
 	"math"
 	"strconv"
 	"time"
@@ -70,8 +69,9 @@ func (b *Budgets) sharedSpend(hits []budgetHit, now time.Time) []any {
 		h.c = h.p.set.get(b, h.key, now)
 		keys = append(keys, b.keyFor(h.c, h.p.periodStart(now)))
 	}
-	// The client's own timeouts (redisstate.Options.Timeout) bound the call.
-	vals, err := b.redis.Redis().MGet(context.Background(), keys...).Result()
+	ctx, cancel := b.redis.CallContext()
+	vals, err := b.redis.Redis().MGet(ctx, keys...).Result()
+	cancel()
 	if err != nil {
 		b.redis.Failed("budget.reserve", err)
 		return nil
@@ -165,7 +165,9 @@ func (b *Budgets) sharedUsage(pol *storage.UsageLimitPolicy, reset string, perio
 		for i, g := range chunk {
 			keys[i] = b.spendKey(pol.WorkspaceID, pol.ID, pol.Type, reset, period, groupHash(g))
 		}
-		vals, err := b.redis.Redis().MGet(context.Background(), keys...).Result()
+		ctx, cancel := b.redis.CallContext()
+		vals, err := b.redis.Redis().MGet(ctx, keys...).Result()
+		cancel()
 		if err != nil {
 			b.redis.Failed("budget.usage", err)
 			return

