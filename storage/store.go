@@ -40,6 +40,9 @@ type Options struct {
 
 	fs  vfs.FS           // tests replace the file system to simulate a crash
 	now func() time.Time // tests pin the clock
+	// feedCheck is how long PostgreSQL's change feed may be silent before its connection is pinged; tests
+	// shorten it. Default pgFeedCheck.
+	feedCheck time.Duration
 }
 
 // Store is the gateway's persistent state: one pebble database with typed stores over it. It is safe for

@@ -57,6 +57,13 @@ func TestParseSettings(t *testing.T) {
 			want: settings{listen: "127.0.0.1:8787", metricsListen: "127.0.0.1:9090", dataDir: "./data", bodyLimit: 32 << 20, grace: 30 * time.Second, logLevel: slog.LevelInfo}},
 		{name: "metrics listener flag beats the environment", args: []string{"--metrics-listen", ":9191"}, env: env("GATEWAY_METRICS_LISTEN", "127.0.0.1:9090"),
 			want: settings{listen: "127.0.0.1:8787", metricsListen: ":9191", dataDir: "./data", bodyLimit: 32 << 20, grace: 30 * time.Second, logLevel: slog.LevelInfo}},
+		{name: "replicas", args: []string{"--postgres", "postgres://gw:pw@db:5432/gateway", "--batch-lease", "5s"},
+			env: env("GATEWAY_REDIS_URL", " redis://cache:6379/0 "),
+			want: settings{listen: "127.0.0.1:8787", dataDir: "./data", bodyLimit: 32 << 20, grace: 30 * time.Second, logLevel: slog.LevelInfo,
+				redisURL: "redis://cache:6379/0", postgresURL: "postgres://gw:pw@db:5432/gateway", batchLease: 5 * time.Second}},
+		{name: "bad replica settings never echo the URL", args: []string{"--postgres", "mysql://u:topsecret@h/db", "--batch-lease", "100ms"},
+			env:     env("GATEWAY_REDIS_URL", "http://u:topsecret2@h"),
+			wantErr: []string{"--postgres (GATEWAY_POSTGRES_URL)", "--redis (GATEWAY_REDIS_URL)", "--batch-lease (GATEWAY_BATCH_LEASE)"}},
 		{name: "bad file and batch limits", args: []string{"--file-limit", "huge", "--batch-concurrency", "0"}, env: env(),
 			wantErr: []string{"--file-limit (GATEWAY_FILE_LIMIT)", "--batch-concurrency (GATEWAY_BATCH_CONCURRENCY)"}},
 		{name: "bad limits", args: []string{"--request-deadline", "0s", "--max-upstream-attempts", "0", "--plugins-per-workspace", "x",
@@ -90,6 +97,9 @@ func TestParseSettings(t *testing.T) {
 					if !strings.Contains(err.Error(), w) {
 						t.Errorf("error %q does not mention %q", err, w)
 					}
+				}
+				if strings.Contains(err.Error(), "topsecret") {
+					t.Errorf("error %q shows a password", err)
 				}
 				return
 			}
@@ -126,6 +136,9 @@ func withLimitDefaults(s settings) settings {
 	}
 	if s.logRetention == 0 {
 		s.logRetention = 7 * 24 * time.Hour
+	}
+	if s.batchLease == 0 {
+		s.batchLease = 15 * time.Second
 	}
 	return s
 }
