@@ -126,6 +126,10 @@ type pgEngine struct {
 	addr     string // host:port/database, for errors
 	// instance tells this engine's notifications from the other replicas'.
 	instance string
+	// channel is the change feed's LISTEN/NOTIFY channel, and schemaHash part of every lock ID: both are the
+	// schema's own.
+	channel    string
+	schemaHash uint64
 	// feedCheck is how long the feed may be silent before its connection is pinged (pgFeedCheck).
 	feedCheck time.Duration
 
@@ -154,6 +158,17 @@ func (e *pgEngine) connect(ctx context.Context, cfg *pgxpool.Config) error {
 	if err := migrate(ctx, pool); err != nil {
 		return e.openErr("migrate", err)
 	}
+	// Deployments in other schemas of the database have feeds and locks of their own: the channel and the lock
+	// IDs carry the schema's hash, so another deployment's writes neither empty these caches nor wait on these
+	// locks.
+	var schema string
+	if err := pool.QueryRow(ctx, `SELECT current_schema()`).Scan(&schema); err != nil {
+		return e.openErr("connect", err)
+	}
+	h := fnv.New64a()
+	h.Write([]byte(schema))
+	e.schemaHash = h.Sum64()
+	e.channel = fmt.Sprintf("%s_%016x", pgChannel, e.schemaHash)
 	lockCfg := cfg.Copy()
 	lockCfg.MaxConns = pgLockConns
 	lockCfg.MinConns = 0
@@ -209,7 +224,7 @@ func (e *pgEngine) listen(ctx context.Context) (*pgx.Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	if _, err := c.Exec(ctx, "LISTEN "+pgChannel); err != nil {
+	if _, err := c.Exec(ctx, `LISTEN "`+e.channel+`"`); err != nil {
 		c.Close(ctx)
 		return nil, err
 	}
@@ -542,7 +557,7 @@ func (b *pgBatch) Commit(o *pebble.WriteOptions) error {
 		i = j
 	}
 	if p, ok := feed.payload(); ok {
-		q.Queue(`SELECT pg_notify('`+pgChannel+`', $1)`, p)
+		q.Queue(`SELECT pg_notify($1, $2)`, b.e.channel, p)
 	}
 	q.Queue("COMMIT")
 	ctx, cancel := context.WithTimeout(context.Background(), pgQueryTimeout)
@@ -622,7 +637,7 @@ func (e *pgEngine) lock(name string) sync.Locker {
 	if !ok {
 		h := fnv.New64a()
 		h.Write([]byte(name))
-		l = &pgLock{e: e, name: name, id: int64(h.Sum64())}
+		l = &pgLock{e: e, name: name, id: int64(h.Sum64() ^ e.schemaHash)}
 		e.locks[name] = l
 	}
 	return l

@@ -140,7 +140,7 @@ func TestPostgresFeedCarriesKeysOnly(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close(context.Background())
-	if _, err := c.Exec(ctx, "LISTEN "+pgChannel); err != nil {
+	if _, err := c.Exec(ctx, `LISTEN "`+a.db.(*pgEngine).channel+`"`); err != nil {
 		t.Fatal(err)
 	}
 	ws := newWorkspace(t, a, "secrets")
@@ -287,4 +287,20 @@ func TestPostgresFeedSilentDeathDetected(t *testing.T) {
 		return errors.Is(err, ErrNotFound)
 	})
 	proxy.frozen.Store(false)
+}
+
+// TestPostgresSchemasHaveTheirOwnFeedAndLocks: replicas of one schema share a feed channel and lock IDs;
+// another schema of the database (another deployment) has its own, so its writes never empty these caches and
+// its locks never wait on these.
+func TestPostgresSchemasHaveTheirOwnFeedAndLocks(t *testing.T) {
+	a, b, _ := openReplicas(t)
+	c, _, _ := openReplicas(t)
+	ea, eb, ec := a.db.(*pgEngine), b.db.(*pgEngine), c.db.(*pgEngine)
+	if ea.channel != eb.channel || ea.channel == ec.channel {
+		t.Fatalf("channels: same schema %q and %q, other schema %q", ea.channel, eb.channel, ec.channel)
+	}
+	la, lb, lc := a.Mutex("storage.write").(*pgLock), b.Mutex("storage.write").(*pgLock), c.Mutex("storage.write").(*pgLock)
+	if la.id != lb.id || la.id == lc.id {
+		t.Fatalf("lock IDs: same schema %d and %d, other schema %d", la.id, lb.id, lc.id)
+	}
 }
