@@ -45,6 +45,7 @@ type Limiter struct {
 	retire     retirements[*counterSet]
 	redis      *redisstate.Client // nil: counts stay in this process
 	writes     *writeQueue        // the tokens counted in Redis; nil without Redis
+	admits     admitBatch         // the script calls of concurrent Admits, sent together
 }
 
 // New returns a limiter over the store's policies and counters and starts its flusher; Close stops it.

@@ -100,19 +100,17 @@ func (p *policy) kind() string {
 // ones, and is merged into the local counters, which so hold the shared view for the flusher to save and for
 // the fallback to start from. ok is false when Redis did not answer: the caller decides locally.
 func (l *Limiter) admitShared(hits []hit[*policy, *counter], nanos int64) (adm Admission, ex *Exceeded, ok bool) {
-	var keysBuf [inlineHits]string
-	var argsBuf [4 * inlineHits]any
-	keys, args := keysBuf[:0], argsBuf[:0]
+	call := newAdmitCall(l.redis)
+	defer admitCalls.Put(call)
 	for i := range hits {
 		h := &hits[i]
 		h.c = h.p.set.get(l, h.key, nanos)
 		s := h.c.set
-		keys = append(keys, h.c.rkey)
-		args = append(args, nanos/s.bucket, h.p.kind(), h.p.value, s.keyTTL().Milliseconds())
+		call.keys = append(call.keys, h.c.rkey)
+		call.args = append(call.args, nanos/s.bucket, h.p.kind(), h.p.value, s.keyTTL().Milliseconds())
 	}
-	ctx, cancel := l.redis.CallContext()
-	answer, err := admitScript.Run(ctx, l.redis.Redis(), keys, args...).StringSlice()
-	cancel()
+	l.admits.run(l.redis, call)
+	answer, err := call.answer, call.err
 	if err == nil && len(answer) != len(hits) {
 		err = fmt.Errorf("script answered %d counters for %d keys", len(answer), len(hits))
 	}

@@ -529,3 +529,58 @@ func TestRedisCallsCarryDeadline(t *testing.T) {
 		t.Fatalf("%d of %d calls reached Redis without a deadline within the client's Timeout", n, hook.calls.Load())
 	}
 }
+
+// TestRedisConcurrentAdmitsExact: requests racing on two replicas, sent in shared pipelines, take exactly the
+// limit; after Redis lost its scripts (SCRIPT FLUSH) the pipelines send them again and stay exact.
+func TestRedisConcurrentAdmitsExact(t *testing.T) {
+	srv := startRedisServer(t)
+	r := newReplicas(t, 2, srv.url(), redisstate.Options{})
+	const limit, goroutines, each = 50, 32, 4
+	a := r.req("k1")
+	race := func(round int) {
+		t.Helper()
+		var admitted atomic.Int64
+		done := make(chan struct{})
+		for g := range goroutines {
+			go func() {
+				defer func() { done <- struct{}{} }()
+				for range each {
+					if _, ex := r.ls[g%2].Admit(a); ex == nil {
+						admitted.Add(1)
+					}
+				}
+			}()
+		}
+		for range goroutines {
+			<-done
+		}
+		if n := admitted.Load(); n != limit {
+			t.Fatalf("round %d: %d of %d racing requests admitted, want %d", round, n, goroutines*each, limit)
+		}
+		for i, l := range r.ls {
+			if !l.redis.Available() {
+				t.Fatalf("round %d: replica %d fell back to local counting", round, i)
+			}
+		}
+	}
+	r.policy("requests", "rpm", limit)
+	race(1)
+	if err := r.ls[0].redis.Redis().ScriptFlush(context.Background()).Err(); err != nil {
+		t.Fatal(err)
+	}
+	// A pipeline is the first to meet the flushed cache (a lone call would reload it through Script.Run).
+	batch := make([]*admitCall, 3)
+	for i := range batch {
+		batch[i] = newAdmitCall(r.ls[0].redis)
+		batch[i].keys = append(batch[i].keys, r.ls[0].redis.Key("rl", "noscript", strconv.Itoa(i)))
+		batch[i].args = append(batch[i].args, 1, "r", 10, 60_000)
+	}
+	send(r.ls[0].redis, batch)
+	for i, c := range batch {
+		if c.err != nil || len(c.answer) != 1 || c.answer[0] != "1 1 1 1" {
+			t.Fatalf("call %d after SCRIPT FLUSH: answer %q, err %v", i, c.answer, c.err)
+		}
+	}
+	r.clk.Advance(2 * time.Minute) // a fresh window
+	race(2)
+}
