@@ -172,6 +172,35 @@ func TestReplicasShareRecordsLimitsAndPlugins(t *testing.T) {
 		t.Fatalf("the plugin pushed to a does not deny on b: %d %s", status, text)
 	}
 
+	// A saved guardrail changed on a applies on b at once: b drops the hooks it compiled from the old one.
+	putGuardrail := func(base, words string) {
+		t.Helper()
+		status, body, _ := call(t, "PUT", base+"/v1/guardrails/words-saved", admin, `{"deny":true,"denylist.check":{"words":[`+words+`]}}`)
+		if status != 200 {
+			t.Fatalf("save guardrail: %d %v", status, body)
+		}
+	}
+	saved := map[string]string{"x-gateway-virtual-key": "mock", "x-gateway-config": `{"input_guardrails":["words-saved"]}`}
+	putGuardrail(r.a.base, `"banana"`)
+	if status, text, _ := chatThrough(t, r.b.base, admin, saved, "a banana"); status != 446 {
+		t.Fatalf("the guardrail saved on a does not deny on b: %d %s", status, text)
+	}
+	putGuardrail(r.a.base, `"apple"`)
+	deadline = time.Now().Add(10 * time.Second)
+	for {
+		status, _, _ := chatThrough(t, r.b.base, admin, saved, "an apple")
+		if status == 446 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("b still applies the guardrail a replaced")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if status, text, _ := chatThrough(t, r.b.base, admin, saved, "a banana"); status != 200 {
+		t.Fatalf("b still denies by the old guardrail: %d %s", status, text)
+	}
+
 	// A plugin deleted on b goes away on a too.
 	if status, body, _ := call(t, "DELETE", r.b.base+"/v1/plugins/denylist", admin, ""); status != 200 {
 		t.Fatalf("delete plugin on b: %d %v", status, body)
