@@ -172,6 +172,10 @@ func isLockHeld(err error) bool {
 }
 
 func (s *Store) checkMasterKey() error {
+	// Replicas starting together on a new shared store must not both write their own check: the second reads
+	// the first's and is refused if its key differs.
+	s.writeMu.Lock()
+	defer s.writeMu.Unlock()
 	sealed, err := s.get(keyKeyCheck)
 	if errors.Is(err, ErrNotFound) {
 		return s.db.Set(keyKeyCheck, s.keys.seal([]byte(keyCheckPlaintext), keyKeyCheck), pebble.Sync)
