@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	"github.com/llmgw/gateway/guardrails"
+	"github.com/llmgw/gateway/runtime/netguard"
 	"github.com/llmgw/gateway/runtime/prompt"
 	"github.com/llmgw/gateway/runtime/upstream"
 	"github.com/llmgw/gateway/storage"
@@ -44,6 +45,9 @@ type Options struct {
 	// FileLimit is the largest file an upload may store, in bytes; larger ones get 413. Default
 	// DefaultFileLimit (512 MiB).
 	FileLimit int64
+	// HostPolicy is the address policy of custom hosts (cmd's --allow-private-hosts, --allow-hosts); MCP server
+	// URLs pass it too. Nil: the default policy.
+	HostPolicy *netguard.Policy
 }
 
 // Caller is who asks for an operation: the workspace it acts in, and, for the log lines of changes, the API
@@ -83,6 +87,9 @@ type Plane struct {
 	// that the slug or id is free, a replace that it exists, a delete what still names a provider.
 	providerWrites sync.Locker
 	configWrites   sync.Locker
+	// mcpServerWrites serialises the writes of MCP servers as providerWrites does providers'.
+	mcpServerWrites sync.Locker
+	hostPolicy      *netguard.Policy // Options.HostPolicy
 
 	promptTemplates *prompt.Cache // compiled prompt template versions, by the hash of their JSON
 	promptRecords   promptRecords // decoded prompts, until the next write to the prompt store
@@ -105,7 +112,9 @@ func New(store *storage.Store, hooks HookCache, opts Options) *Plane {
 		policyWrites:    store.Mutex("control.policies"),
 		promptWrites:    store.Mutex("control.prompts"),
 		providerWrites:  store.Mutex("control.providers"),
-		configWrites:    store.Mutex("control.configs")}
+		configWrites:    store.Mutex("control.configs"),
+		mcpServerWrites: store.Mutex("control.mcpservers"),
+		hostPolicy:      opts.HostPolicy}
 }
 
 // forgetHooks drops the engine's compiled checks after a write that changes what they would accept (a saved

@@ -64,6 +64,8 @@ func (s *Store) remoteChanged(keys [][]byte) {
 			c.WorkspaceID, c.ID = "", string(rest)
 		case tableProvider:
 			s.Providers.cache.forget(string(k))
+		case tableMCPServer:
+			s.MCPServers.cache.forget(string(k))
 		case tableConfig, tablePrompt, tableGuardrail, tablePolicy, tableUsageLimit, tablePlugin:
 			d := s.docStore(c.Table)
 			d.forgetKey(string(k))
@@ -77,6 +79,7 @@ func (s *Store) remoteChanged(keys [][]byte) {
 func (s *Store) remoteChangedAll() {
 	s.Workspaces.cache.forgetAll()
 	s.Providers.cache.forgetAll()
+	s.MCPServers.cache.forgetAll()
 	s.Cache.hot.clear()
 	for _, t := range []string{tableConfig, tablePrompt, tableGuardrail, tablePolicy, tableUsageLimit, tablePlugin} {
 		s.docStore(t).forgetAll()

@@ -21,6 +21,7 @@ import (
 //	policy/<workspace-id>/<id>         RateLimitPolicy
 //	plugin/<workspace-id>/<id>         Plugin (metadata)
 //	pluginwasm/<workspace-id>/<id>     the plugin's wasm bytes
+//	mcpserver/<workspace-id>/<id>      MCPServer; its URL and headers sealed with AES-GCM
 //	pluginstage/<workspace-id>/<id>    an upload's module while it is checked (shared stores only): the other
 //	                                   replicas compile it meanwhile
 //	counter/<workspace-id>/<policy-id>/<hex>           CounterRecord of a rate-limit policy; <hex> is the first 16
@@ -63,6 +64,7 @@ const (
 	tablePolicy     = "policy"
 	tablePlugin     = "plugin"
 	tablePluginWasm = "pluginwasm"
+	tableMCPServer  = "mcpserver"
 )
 
 var (

@@ -75,6 +75,7 @@ type Store struct {
 	BudgetSpend *BudgetStore
 
 	Plugins    *PluginStore
+	MCPServers *MCPServerStore  // upstream MCP servers (storage/mcpservers.go)
 	Cache      *CacheStore      // the response cache (runtime/cache)
 	Counters   *Counters        // the rate limiter's sliding-window counters
 	Files      *FileStore       // uploaded files and batch outputs, in chunks
@@ -142,6 +143,7 @@ func newStore(db kvEngine, keys *keyring, log *slog.Logger, now func() time.Time
 	s.Prompts = &DocStore[Prompt, *Prompt]{s: s, table: tablePrompt}
 	s.Guardrails = &DocStore[Guardrail, *Guardrail]{s: s, table: tableGuardrail}
 	s.Policies = &DocStore[RateLimitPolicy, *RateLimitPolicy]{s: s, table: tablePolicy}
+	s.MCPServers = &MCPServerStore{s: s}
 	s.Plugins = &PluginStore{docs: DocStore[Plugin, *Plugin]{s: s, table: tablePlugin}}
 	s.Cache = &CacheStore{s: s}
 	s.Counters = &Counters{s: s}

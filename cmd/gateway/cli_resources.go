@@ -39,6 +39,14 @@ func nouns() []*noun {
 				{verb: "put", one: true, fields: providerFields(false),
 					example: "  gateway providers put s -f provider.json"},
 			}},
+		{name: "mcp-servers", short: "Upstream MCP servers (the registry; header values are never shown)", path: "/v1/mcp-servers", arg: "ID",
+			cols: []string{"id", "url", "headers", "allow_tools", "deny_tools", "updated_at"}, list: true, get: true, del: true,
+			writes: []write{
+				{verb: "create", fields: mcpServerFields(true),
+					example: "  gateway mcp-servers create --id docs --url https://mcp.example.com/mcp --headers '{\"Authorization\": \"Bearer ...\"}'\n  gateway mcp-servers create -f server.json"},
+				{verb: "put", one: true, fields: mcpServerFields(false),
+					example: "  gateway mcp-servers put docs -f server.json   # a header sent back as it reads (\"…abcd\") keeps its value"},
+			}},
 		{name: "configs", short: "Saved configs", path: "/v1/configs", arg: "ID",
 			cols: []string{"id", "workspace_id", "updated_at"}, list: true, get: true, del: true,
 			writes: []write{
@@ -97,6 +105,16 @@ func providerFields(withSlug bool) []field {
 		{"custom_host", kString, "its base URL"}, {"name", kString, "a display name"}}
 	if withSlug {
 		fs = append([]field{{"slug", kString, "the slug callers name it by"}}, fs...)
+	}
+	return fs
+}
+
+func mcpServerFields(withID bool) []field {
+	fs := []field{{"url", kString, "its Streamable HTTP endpoint"},
+		{"headers", kJSON, `headers sent to it (JSON), e.g. {"Authorization": "Bearer ..."}`},
+		{"allow_tools", kJSON, `only these tools (JSON), e.g. ["search"]`}, {"deny_tools", kJSON, `never these tools (JSON)`}}
+	if withID {
+		fs = append([]field{{"id", kString, "the server's ID"}}, fs...)
 	}
 	return fs
 }

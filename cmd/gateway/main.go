@@ -27,6 +27,7 @@ import (
 	"github.com/llmgw/gateway/runtime"
 	"github.com/llmgw/gateway/runtime/batch"
 	"github.com/llmgw/gateway/runtime/bootstrap"
+	"github.com/llmgw/gateway/runtime/netguard"
 	"github.com/llmgw/gateway/runtime/ratelimit"
 	"github.com/llmgw/gateway/runtime/redisstate"
 	"github.com/llmgw/gateway/runtime/upstream"
@@ -120,7 +121,7 @@ func run(ctx context.Context, stopSignals func(), args []string, getenv func(str
 	}
 	defer wasm.Close(context.WithoutCancel(ctx))
 	if cfg.bootstrap != "" {
-		if err := applyBootstrap(ctx, store, wasm, cfg.bootstrap, log); err != nil {
+		if err := applyBootstrap(ctx, store, wasm, cfg.bootstrap, &cfg.hosts, log); err != nil {
 			return err
 		}
 	}
@@ -176,7 +177,7 @@ func run(ctx context.Context, stopSignals func(), args []string, getenv func(str
 		LeaseTTL: cfg.batchLease,
 		Upstream: mgmt, Logger: log})
 	plane := control.New(store, engine, control.Options{Plugins: wasm, PluginChecks: pluginChecks, Logger: log, Upstream: mgmt,
-		FileLimit: cfg.fileLimit, Batches: batches})
+		FileLimit: cfg.fileLimit, Batches: batches, HostPolicy: &cfg.hosts})
 	server := routes.New(store, engine, routes.Options{BodyLimit: cfg.bodyLimit, Logger: log,
 		AccessLog: cfg.logLevel <= slog.LevelDebug, Plugins: wasm, PluginChecks: pluginChecks, Plane: plane, Metrics: meters, Logs: logs})
 	if !initialized {
@@ -336,14 +337,14 @@ func masterKey(dataDir string, getenv func(string) string, log *slog.Logger) ([]
 	return key, nil
 }
 
-func applyBootstrap(ctx context.Context, store *storage.Store, wasm *plugins.Engine, path string, log *slog.Logger) error {
+func applyBootstrap(ctx context.Context, store *storage.Store, wasm *plugins.Engine, path string, hosts *netguard.Policy, log *slog.Logger) error {
 	f, err := bootstrap.Load(path)
 	if err != nil {
 		return err
 	}
 	// The file is applied before the gateway serves, so this Plane's writes cannot interleave with the one
 	// routes builds over the same store.
-	plane := control.New(store, nil, control.Options{Plugins: wasm, Logger: log})
+	plane := control.New(store, nil, control.Options{Plugins: wasm, Logger: log, HostPolicy: hosts})
 	res, err := bootstrap.ApplyThrough(ctx, plane, store, f, bootstrap.Options{LoadPlugin: func(workspaceID, id string, module []byte) error {
 		return wasm.Load(ctx, workspaceID, id, module)
 	}})

@@ -11,6 +11,7 @@ import (
 
 	"github.com/llmgw/gateway/control"
 	"github.com/llmgw/gateway/runtime/gwerr"
+	"github.com/llmgw/gateway/runtime/netguard"
 	"github.com/llmgw/gateway/storage"
 )
 
@@ -36,8 +37,8 @@ func (r *Result) count(changed bool) {
 // missing. So does a check of a guardrail or config that names a plugin neither the file (same workspace) nor
 // the store has. A write can still fail midway on an I/O error; applying the file again then completes it.
 //
-// The entries of the resources the control plane owns (API keys, rate-limit policies, prompts, saved guardrails
-// and plugins) are written through a control.Plane over st, without a wasm engine, that logs nothing;
+// The entries of the resources the control plane owns (API keys, rate-limit policies, prompts, saved guardrails,
+// plugins and MCP servers) are written through a control.Plane over st, without a wasm engine, that logs nothing;
 // ApplyThrough takes the gateway's.
 func Apply(st *storage.Store, f *File) (Result, error) {
 	return ApplyWith(st, f, Options{})
@@ -53,6 +54,10 @@ type Plane interface {
 	UpsertPrompt(ctx context.Context, caller control.Caller, id, name string, versions []storage.PromptVersion) (bool, error)
 	UpsertGuardrail(ctx context.Context, caller control.Caller, id string, obj json.RawMessage) (bool, error)
 	UpsertPlugin(ctx context.Context, caller control.Caller, id string, wasm []byte) (bool, error)
+	// CheckMCPServer checks an MCP server entry as UpsertMCPServer will, against the plane's address policy,
+	// so that a refused url fails the file before the first write.
+	CheckMCPServer(ctx context.Context, srv *storage.MCPServer) error
+	UpsertMCPServer(ctx context.Context, caller control.Caller, srv *storage.MCPServer) (bool, error)
 }
 
 var _ Plane = (*control.Plane)(nil)
@@ -65,13 +70,16 @@ type Options struct {
 	// that does not load is never stored, so it never replaces a stored one that does. Without it, modules are
 	// stored unloaded, and a bad one is logged and skipped when the engine loads the store.
 	LoadPlugin func(workspaceID, id string, wasm []byte) error
+	// HostPolicy is the address policy MCP server URLs pass in ApplyWith (ApplyThrough uses its plane's).
+	// Nil: the default policy.
+	HostPolicy *netguard.Policy
 }
 
 // ApplyWith is Apply with options: with Options.LoadPlugin, plugin modules are loaded before anything is
 // written, like workspace references are resolved.
 func ApplyWith(st *storage.Store, f *File, opts Options) (Result, error) {
 	// Apply runs before the gateway serves and has no request to take a context from.
-	plane := control.New(st, nil, control.Options{Logger: slog.New(slog.DiscardHandler)})
+	plane := control.New(st, nil, control.Options{Logger: slog.New(slog.DiscardHandler), HostPolicy: opts.HostPolicy})
 	return ApplyThrough(context.Background(), plane, st, f, opts)
 }
 
@@ -155,9 +163,14 @@ func ApplyThrough(ctx context.Context, plane Plane, st *storage.Store, f *File, 
 		resolve(x.Path, x.Workspace)
 		dup(x.Path, "id", "plugin id", x.ID)
 	}
+	for _, x := range f.MCPServers {
+		resolve(x.Path, x.Workspace)
+		dup(x.Path, "id", "MCP server id", x.Server.ID)
+	}
 	if err := checkPlugins(st, f, refs, p); err != nil {
 		return res, err
 	}
+	checkMCPServers(ctx, plane, f, p)
 	if len(p.List) > 0 {
 		return res, &ValidationError{Problems: p.List}
 	}
@@ -238,6 +251,13 @@ func ApplyThrough(ctx context.Context, plane Plane, st *storage.Store, f *File, 
 	}
 	for _, x := range f.Guardrails {
 		changed, err := plane.UpsertGuardrail(ctx, caller(x.Path), x.ID, x.Object)
+		if err != nil {
+			return fail(x.Path, err)
+		}
+		res.count(changed)
+	}
+	for _, x := range f.MCPServers {
+		changed, err := plane.UpsertMCPServer(ctx, caller(x.Path), x.Server)
 		if err != nil {
 			return fail(x.Path, err)
 		}

@@ -34,6 +34,7 @@ type File struct {
 	UsageLimits       []UsageLimit // "usage_limit_policies" (usagelimits.go)
 	Guardrails        []Guardrail
 	Plugins           []Plugin
+	MCPServers        []MCPServer // "mcp_servers" (mcpservers.go)
 }
 
 // Workspace is an entry of "workspaces". ID and OrganisationID are optional: a new workspace gets random
@@ -132,7 +133,7 @@ func Load(path string) (*File, error) {
 }
 
 // sections are the known top-level keys, in the order they are parsed and applied.
-var sections = []string{"workspaces", "api_keys", "providers", "configs", "prompts", "rate_limit_policies", "usage_limit_policies", "guardrails", "plugins"}
+var sections = []string{"workspaces", "api_keys", "providers", "configs", "prompts", "rate_limit_policies", "usage_limit_policies", "guardrails", "plugins", "mcp_servers"}
 
 // Parse parses and validates a bootstrap document. baseDir resolves relative plugin paths.
 func Parse(data []byte, baseDir string) (*File, error) {
@@ -188,6 +189,7 @@ func Parse(data []byte, baseDir string) (*File, error) {
 	each("usage_limit_policies", func(o *object) { f.UsageLimits = append(f.UsageLimits, parseUsageLimit(o)) })
 	each("guardrails", func(o *object) { f.Guardrails = append(f.Guardrails, parseGuardrail(o)) })
 	each("plugins", func(o *object) { f.Plugins = append(f.Plugins, parsePlugin(o, baseDir)) })
+	each("mcp_servers", func(o *object) { f.MCPServers = append(f.MCPServers, parseMCPServer(o)) })
 	checkDuplicates(p, f)
 	if len(p.List) > 0 {
 		return nil, &ValidationError{Problems: p.List}
@@ -460,6 +462,9 @@ func checkDuplicates(p *problems, f *File) {
 	}
 	for _, x := range f.Plugins {
 		dup(x.Path+".id", "plugin id in workspace "+x.Workspace, x.ID)
+	}
+	for _, x := range f.MCPServers {
+		dup(x.Path+".id", "MCP server id in workspace "+x.Workspace, x.Server.ID)
 	}
 }
 
