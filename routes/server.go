@@ -13,9 +13,11 @@ import (
 
 	"github.com/llmgw/gateway/control"
 	"github.com/llmgw/gateway/guardrails"
+	"github.com/llmgw/gateway/mcpgw"
 	"github.com/llmgw/gateway/metrics"
 	"github.com/llmgw/gateway/reqlog"
 	"github.com/llmgw/gateway/runtime"
+	"github.com/llmgw/gateway/runtime/netguard"
 	"github.com/llmgw/gateway/runtime/providers"
 	"github.com/llmgw/gateway/storage"
 )
@@ -52,6 +54,8 @@ type Options struct {
 	Metrics *metrics.Metrics
 	// Logs receives one stored log entry per inference request (storeLog, logs.go). Nil: no stored logs.
 	Logs *reqlog.Writer
+	// HostPolicy decides which addresses the upstream MCP servers behind /mcp may have. Nil: netguard's default.
+	HostPolicy *netguard.Policy
 }
 
 // Server is the gateway's HTTP front: the fiber app with its middleware and routes.
@@ -66,6 +70,7 @@ type Server struct {
 	pluginChecks guardrails.PluginChecks
 	metrics      *metrics.Metrics
 	logs         *reqlog.Writer // Options.Logs
+	mcp          *mcpgw.Gateway // /mcp (mcp.go)
 
 	inflight inflight // inference requests being served, with their contexts
 }
@@ -93,6 +98,7 @@ func New(store *storage.Store, engine *runtime.Engine, opts Options) *Server {
 	s := &Server{store: store, engine: engine, log: opts.Logger, accessLogs: opts.AccessLog, plane: opts.Plane,
 		pluginChecks: opts.PluginChecks, metrics: opts.Metrics}
 	s.logs = opts.Logs
+	s.mcp = mcpgw.New(store.MCPServers, mcpgw.Options{HostPolicy: opts.HostPolicy, Logger: opts.Logger})
 	s.inflight.init(opts.Logger)
 	s.app = fiber.New(fiber.Config{
 		AppName:               "gateway",
@@ -131,6 +137,7 @@ func (s *Server) routes() {
 	s.app.Get("/metrics", s.authenticate, s.serveMetrics()) // observe.go
 	s.consoleRoutes()                                       // console.go: /console, public static files, no key
 	s.messagesRoutes()                                      // messages.go: before the /v1 group, whose key check it replaces
+	s.mcpRoutes()                                           // mcp.go: the MCP endpoint, /mcp
 
 	v1 := s.app.Group("/v1", s.authenticate)
 	v1.Get("/api-keys", s.listAPIKeys)

@@ -179,7 +179,8 @@ func run(ctx context.Context, stopSignals func(), args []string, getenv func(str
 	plane := control.New(store, engine, control.Options{Plugins: wasm, PluginChecks: pluginChecks, Logger: log, Upstream: mgmt,
 		FileLimit: cfg.fileLimit, Batches: batches, HostPolicy: &cfg.hosts})
 	server := routes.New(store, engine, routes.Options{BodyLimit: cfg.bodyLimit, Logger: log,
-		AccessLog: cfg.logLevel <= slog.LevelDebug, Plugins: wasm, PluginChecks: pluginChecks, Plane: plane, Metrics: meters, Logs: logs})
+		AccessLog: cfg.logLevel <= slog.LevelDebug, Plugins: wasm, PluginChecks: pluginChecks, Plane: plane, Metrics: meters, Logs: logs,
+		HostPolicy: &cfg.hosts})
 	if !initialized {
 		// The bootstrap file is applied by now: Initialize makes a key only when it left no admin key.
 		secret, err := store.Initialize()

@@ -1,0 +1,170 @@
+package mcpgw
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/auth"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/llmgw/gateway/runtime/netguard"
+	"github.com/llmgw/gateway/storage"
+)
+
+const (
+	// MaxServers bounds the servers of a workspace that tools/list asks; the others are left out (and logged).
+	MaxServers = 64
+	// MaxToolsPerServer bounds the tools taken from one server's list.
+	MaxToolsPerServer = 1000
+	// UpstreamTimeout bounds connecting to a server (its initialize handshake) and listing its tools.
+	UpstreamTimeout = 10 * time.Second
+	// MaxMessageBytes bounds a response body or server-sent event from an upstream server.
+	MaxMessageBytes = 16 << 20
+	// MaxRequestBytes bounds a caller's request body.
+	MaxRequestBytes = 4 << 20
+
+	// toolSeparator joins a server's id and its tool's name in the aggregated list.
+	toolSeparator = "__"
+)
+
+// Registry is where the workspace's upstream servers are read: storage.MCPServerStore. Get answers
+// storage.ErrNotFound for an unknown server.
+type Registry interface {
+	Get(workspaceID, id string) (*storage.MCPServer, error)
+	List(workspaceID string) ([]*storage.MCPServer, error)
+}
+
+// Options configure a Gateway. The zero value is usable.
+type Options struct {
+	// HostPolicy decides which addresses upstream servers may have, checked at every dial. Default: loopback
+	// allowed, private ranges refused (netguard.Policy's zero value).
+	HostPolicy *netguard.Policy
+	// Logger receives upstream failures. Default slog.Default().
+	Logger *slog.Logger
+	// CallTimeout bounds one tools/call forwarded upstream. Default 5 minutes.
+	CallTimeout time.Duration
+	// SessionTimeout closes a caller's session idle this long. Default 30 minutes.
+	SessionTimeout time.Duration
+	// Transport, when set, replaces the upstream transport that enforces HostPolicy (tests).
+	Transport http.RoundTripper
+}
+
+// Gateway is the /mcp endpoint: an MCP server whose tools are the workspace's upstream servers' tools.
+type Gateway struct {
+	registry    Registry
+	log         *slog.Logger
+	transport   http.RoundTripper // to the upstream servers, guarded by the address policy
+	callTimeout time.Duration
+	handler     http.Handler // the SDK's Streamable HTTP handler behind its bearer middleware
+}
+
+// New builds the endpoint over the registry.
+func New(registry Registry, opts Options) *Gateway {
+	if opts.HostPolicy == nil {
+		opts.HostPolicy = &netguard.Policy{}
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	if opts.CallTimeout <= 0 {
+		opts.CallTimeout = 5 * time.Minute
+	}
+	if opts.SessionTimeout <= 0 {
+		opts.SessionTimeout = 30 * time.Minute
+	}
+	if opts.Transport == nil {
+		opts.Transport = newUpstreamTransport(opts.HostPolicy)
+	}
+	g := &Gateway{registry: registry, log: opts.Logger, transport: opts.Transport, callTimeout: opts.CallTimeout}
+	// The tools capability is declared: the tools are the upstreams', answered by the middleware, never
+	// registered with the server. No list-changed notices: nothing is streamed to the caller (doc.go).
+	server := mcp.NewServer(&mcp.Implementation{Name: "gateway", Title: "LLM gateway MCP endpoint", Version: "1"},
+		&mcp.ServerOptions{Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{}}, Logger: opts.Logger})
+	server.AddReceivingMiddleware(g.aggregate)
+	streamable := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return server },
+		&mcp.StreamableHTTPOptions{
+			JSONResponse:               true, // see doc.go: the HTTP front cannot stream
+			SessionTimeout:             opts.SessionTimeout,
+			DisableLocalhostProtection: true, // see doc.go: every request carries a gateway key
+			MaxRequestBodyBytes:        MaxRequestBytes,
+			Logger:                     opts.Logger,
+		})
+	g.handler = auth.RequireBearerToken(verifyWorkspace, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(streamable)
+	return g
+}
+
+// workspaceKey is the context key of the caller's workspace ID, set by Serve for verifyWorkspace.
+type workspaceKey struct{}
+
+// placeholderBearer stands in for the caller's credentials in the request the SDK sees: its bearer middleware
+// insists on an Authorization header, and the real key was judged before Serve.
+const placeholderBearer = "Bearer authenticated-by-gateway"
+
+// verifyWorkspace makes the workspace the session's user, so that the SDK refuses another workspace's request
+// naming the session.
+func verifyWorkspace(ctx context.Context, _ string, _ *http.Request) (*auth.TokenInfo, error) {
+	ws, _ := ctx.Value(workspaceKey{}).(string)
+	if ws == "" {
+		return nil, fmt.Errorf("%w: no workspace", auth.ErrInvalidToken)
+	}
+	return &auth.TokenInfo{UserID: ws}, nil
+}
+
+// Serve answers an MCP request of a caller authenticated as a key of workspaceID.
+func (g *Gateway) Serve(w http.ResponseWriter, r *http.Request, workspaceID string) {
+	if r.Method == http.MethodGet {
+		// The optional server-to-client stream is not offered (doc.go).
+		w.Header().Set("Allow", "POST, DELETE")
+		http.Error(w, "this endpoint offers no server-sent event stream: send requests with POST", http.StatusMethodNotAllowed)
+		return
+	}
+	// A fresh context: the request's own may be the HTTP front's, recycled once the answer is written, and
+	// the SDK keeps the first request's context values for the session's life.
+	ctx, cancel := context.WithTimeout(context.WithValue(context.Background(), workspaceKey{}, workspaceID),
+		g.callTimeout+UpstreamTimeout)
+	defer cancel()
+	r = r.Clone(ctx)
+	for name := range r.Header {
+		if strings.HasPrefix(name, "X-Gateway-") || strings.HasPrefix(name, "X-Portkey-") {
+			r.Header.Del(name)
+		}
+	}
+	r.Header.Set("Authorization", placeholderBearer)
+	g.handler.ServeHTTP(w, r)
+}
+
+// aggregate answers tools/list and tools/call from the upstream servers; every other method is the SDK's.
+func (g *Gateway) aggregate(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		switch method {
+		case "tools/list", "tools/call":
+		default:
+			return next(ctx, method, req)
+		}
+		ws := workspaceOf(req)
+		if ws == "" {
+			return nil, errors.New("mcpgw: request without a workspace")
+		}
+		if method == "tools/list" {
+			return g.listTools(ctx, ws)
+		}
+		call, ok := req.(*mcp.CallToolRequest)
+		if !ok || call.Params == nil {
+			return nil, invalidParams("tools/call without params")
+		}
+		return g.callTool(ctx, ws, call.Params)
+	}
+}
+
+// workspaceOf is the workspace of the request's session user (verifyWorkspace).
+func workspaceOf(req mcp.Request) string {
+	if extra := req.GetExtra(); extra != nil && extra.TokenInfo != nil {
+		return extra.TokenInfo.UserID
+	}
+	return ""
+}
