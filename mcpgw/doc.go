@@ -31,7 +31,7 @@
 //
 // Bounds: MaxServers servers per workspace are listed, MaxToolsPerServer tools each; connecting and listing take
 // at most UpstreamTimeout; a call at most Options.CallTimeout; a message from an upstream at most MaxMessageBytes;
-// an idle session is closed after Options.SessionTimeout.
+// an idle session is closed after Options.SessionTimeout, and a workspace holds at most Options.SessionsPerWorkspace sessions (429 past it).
 //
 // Not here yet (the rest of issue 22, next session): tool hooks and guardrails (before_tool_call,
 // after_tool_call), rate limits and budgets on tools, request-log entries and the gateway_tool_calls_total

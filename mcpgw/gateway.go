@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
@@ -52,7 +53,13 @@ type Options struct {
 	SessionTimeout time.Duration
 	// Transport, when set, replaces the upstream transport that enforces HostPolicy (tests).
 	Transport http.RoundTripper
+	// SessionsPerWorkspace bounds the open sessions of one workspace: a new session past it is refused (429)
+	// until one is closed (DELETE) or idles out. Default DefaultSessionsPerWorkspace.
+	SessionsPerWorkspace int
 }
+
+// DefaultSessionsPerWorkspace is Options.SessionsPerWorkspace's default.
+const DefaultSessionsPerWorkspace = 256
 
 // Gateway is the /mcp endpoint: an MCP server whose tools are the workspace's upstream servers' tools.
 type Gateway struct {
@@ -61,6 +68,11 @@ type Gateway struct {
 	transport   http.RoundTripper // to the upstream servers, guarded by the address policy
 	callTimeout time.Duration
 	handler     http.Handler // the SDK's Streamable HTTP handler behind its bearer middleware
+	server      *mcp.Server  // its sessions are the live ones
+
+	sessionsPerWorkspace int
+	sessionsMu           sync.Mutex
+	sessions             map[string]string // session ID → workspace, of the sessions this Gateway opened
 }
 
 // New builds the endpoint over the registry.
@@ -80,12 +92,17 @@ func New(registry Registry, opts Options) *Gateway {
 	if opts.Transport == nil {
 		opts.Transport = newUpstreamTransport(opts.HostPolicy)
 	}
-	g := &Gateway{registry: registry, log: opts.Logger, transport: opts.Transport, callTimeout: opts.CallTimeout}
+	if opts.SessionsPerWorkspace <= 0 {
+		opts.SessionsPerWorkspace = DefaultSessionsPerWorkspace
+	}
+	g := &Gateway{registry: registry, log: opts.Logger, transport: opts.Transport, callTimeout: opts.CallTimeout,
+		sessionsPerWorkspace: opts.SessionsPerWorkspace, sessions: map[string]string{}}
 	// The tools capability is declared: the tools are the upstreams', answered by the middleware, never
 	// registered with the server. No list-changed notices: nothing is streamed to the caller (doc.go).
 	server := mcp.NewServer(&mcp.Implementation{Name: "gateway", Title: "LLM gateway MCP endpoint", Version: "1"},
 		&mcp.ServerOptions{Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{}}, Logger: opts.Logger})
 	server.AddReceivingMiddleware(g.aggregate)
+	g.server = server
 	streamable := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return server },
 		&mcp.StreamableHTTPOptions{
 			JSONResponse:               true, // see doc.go: the HTTP front cannot stream
@@ -135,7 +152,45 @@ func (g *Gateway) Serve(w http.ResponseWriter, r *http.Request, workspaceID stri
 		}
 	}
 	r.Header.Set("Authorization", placeholderBearer)
+	if r.Method != http.MethodPost || r.Header.Get("Mcp-Session-Id") != "" {
+		g.handler.ServeHTTP(w, r)
+		return
+	}
+	// A request without a session opens one: bounded per workspace, since each holds memory until it idles out.
+	if g.openSessions(workspaceID) >= g.sessionsPerWorkspace {
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Retry-After", "60")
+		w.WriteHeader(http.StatusTooManyRequests)
+		fmt.Fprintf(w, `{"error":{"message":"this workspace has %d open MCP sessions, the most it may: close one (DELETE /mcp with its Mcp-Session-Id) or wait for an idle one to expire","type":"rate_limit_error","code":"too_many_sessions","param":null}}`,
+			g.sessionsPerWorkspace)
+		return
+	}
 	g.handler.ServeHTTP(w, r)
+	if id := w.Header().Get("Mcp-Session-Id"); id != "" {
+		g.sessionsMu.Lock()
+		g.sessions[id] = workspaceID
+		g.sessionsMu.Unlock()
+	}
+}
+
+// openSessions counts the workspace's live sessions, forgetting those the SDK has closed (deleted or idle).
+func (g *Gateway) openSessions(workspaceID string) int {
+	live := map[string]bool{}
+	for ss := range g.server.Sessions() {
+		live[ss.ID()] = true
+	}
+	g.sessionsMu.Lock()
+	defer g.sessionsMu.Unlock()
+	n := 0
+	for id, ws := range g.sessions {
+		switch {
+		case !live[id]:
+			delete(g.sessions, id)
+		case ws == workspaceID:
+			n++
+		}
+	}
+	return n
 }
 
 // aggregate answers tools/list and tools/call from the upstream servers; every other method is the SDK's.

@@ -106,7 +106,13 @@ var keys = map[string]string{"gw-key-one-5d1f": "ws-one", "gw-key-two-8c2e": "ws
 // newFront serves the gateway on 127.0.0.1 behind a stand-in for the HTTP front's key check.
 func newFront(t *testing.T, reg Registry) *httptest.Server {
 	t.Helper()
-	g := New(reg, Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	return newFrontWith(t, reg, Options{})
+}
+
+func newFrontWith(t *testing.T, reg Registry, opts Options) *httptest.Server {
+	t.Helper()
+	opts.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	g := New(reg, opts)
 	front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		ws, ok := keys[r.Header.Get("X-Gateway-Api-Key")]
 		if !ok {
@@ -374,4 +380,26 @@ func TestCancellationReachesUpstream(t *testing.T) {
 	if err := <-done; err == nil {
 		t.Error("cancelled call succeeded")
 	}
+}
+
+// TestSessionsPerWorkspaceBounded: a workspace may hold SessionsPerWorkspace open sessions; one more is refused
+// with 429 until one is closed, and another workspace is not held back by it.
+func TestSessionsPerWorkspaceBounded(t *testing.T) {
+	reg, _, _, _ := twoServers(t, nil)
+	front := newFrontWith(t, reg, Options{SessionsPerWorkspace: 2})
+	first := connect(t, front, "gw-key-one-5d1f")
+	connect(t, front, "gw-key-one-5d1f")
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	defer cancel()
+	client := mcp.NewClient(&mcp.Implementation{Name: "test-client", Version: "1"}, nil)
+	if cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: front.URL,
+		HTTPClient: &http.Client{Transport: keyTransport{"gw-key-one-5d1f"}}, DisableStandaloneSSE: true, MaxRetries: -1}, nil); err == nil {
+		cs.Close()
+		t.Fatal("a third session of the workspace was opened past the bound of 2")
+	}
+	connect(t, front, "gw-key-two-8c2e") // another workspace has its own bound
+	if err := first.Close(); err != nil {
+		t.Fatal(err)
+	}
+	connect(t, front, "gw-key-one-5d1f") // a closed session frees its place
 }
