@@ -335,7 +335,7 @@ func (p *Plane) ReplaceMCPServer(ctx context.Context, caller Caller, id string, 
 		return nil, err
 	}
 	for name, v := range srv.Headers {
-		if stored, ok := old.Headers[textproto.CanonicalMIMEHeaderKey(name)]; ok && maskMCPHeaderValue(stored) == v {
+		if stored, ok := old.Headers[textproto.CanonicalMIMEHeaderKey(name)]; ok && maskSecret(stored) == v {
 			srv.Headers[name] = stored
 		}
 	}
@@ -384,20 +384,11 @@ func (p *Plane) UpsertMCPServer(ctx context.Context, caller Caller, srv *storage
 	return changed, nil
 }
 
-// maskMCPHeaderValue is how a header value reads back: "…" and its last four characters, all of it hidden when
-// it is shorter than 8.
-func maskMCPHeaderValue(v string) string {
-	if len(v) < 8 {
-		return maskedMCPHeaderPrefix
-	}
-	return maskedMCPHeaderPrefix + v[len(v)-4:]
-}
-
 // MaskMCPHeaders returns srv's headers as they may be shown: names, with every value masked.
 func MaskMCPHeaders(srv *storage.MCPServer) map[string]string {
 	out := make(map[string]string, len(srv.Headers))
 	for name, v := range srv.Headers {
-		out[name] = maskMCPHeaderValue(v)
+		out[name] = maskSecret(v)
 	}
 	return out
 }

@@ -367,16 +367,23 @@ func maskValue(name string, raw json.RawMessage) json.RawMessage {
 		out, _ := json.Marshal("…")
 		return out
 	}
-	switch {
-	case name == "custom_host":
+	if name == "custom_host" {
 		s = netguard.RedactURL(s)
-	case len(s) >= 8:
-		s = "…" + s[len(s)-4:]
-	default:
-		s = "…"
+	} else {
+		s = maskSecret(s)
 	}
 	out, _ := json.Marshal(s)
 	return out
+}
+
+// maskSecret is how every stored secret string reads back (provider fields, MCP server headers): "…" and its
+// last four characters, all of it hidden when it is shorter than 8. A value sent back as it reads keeps the
+// stored one.
+func maskSecret(v string) string {
+	if len(v) < 8 {
+		return "…"
+	}
+	return "…" + v[len(v)-4:]
 }
 
 // MaskProviderFields returns pr's fields as they may be shown: every secret masked (maskValue).

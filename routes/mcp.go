@@ -1,7 +1,6 @@
 package routes
 
 import (
-	"errors"
 	"net/http"
 	"strings"
 
@@ -9,7 +8,6 @@ import (
 	"github.com/gofiber/fiber/v2/middleware/adaptor"
 
 	"github.com/llmgw/gateway/runtime/gwerr"
-	"github.com/llmgw/gateway/storage"
 )
 
 // mcpRoutes serves /mcp, the MCP endpoint (package mcpgw), to callers with a gateway key. The adaptor buffers
@@ -24,26 +22,16 @@ func (s *Server) mcpRoutes() {
 }
 
 // authenticateMCP is authenticate for MCP clients, which send their key as a bearer token more often than in
-// x-gateway-api-key.
+// x-gateway-api-key: the token moves to x-gateway-api-key and authenticate judges it. Neither header reaches an
+// upstream server (mcpgw builds its own requests).
 func (s *Server) authenticateMCP(c *fiber.Ctx) error {
-	secret := c.Get(HeaderAPIKey)
-	if secret == "" {
-		if token, ok := strings.CutPrefix(c.Get(fiber.HeaderAuthorization), "Bearer "); ok {
-			secret = strings.TrimSpace(token)
+	if c.Get(HeaderAPIKey) == "" {
+		token, bearer := bearerToken(c.Get(fiber.HeaderAuthorization))
+		if !bearer || token == "" {
+			return &gwerr.Error{Status: fiber.StatusUnauthorized, Code: gwerr.CodeMissingAPIKey, Param: HeaderAPIKey,
+				Message: "missing gateway API key: send it in the x-gateway-api-key header or as Authorization: Bearer <key>"}
 		}
+		c.Request().Header.Set(HeaderAPIKey, strings.Clone(token))
 	}
-	if secret == "" {
-		return &gwerr.Error{Status: fiber.StatusUnauthorized, Code: gwerr.CodeMissingAPIKey, Param: HeaderAPIKey,
-			Message: "missing gateway API key: send it in the x-gateway-api-key header or as Authorization: Bearer <key>"}
-	}
-	k, err := s.store.APIKeys.Lookup(secret)
-	if errors.Is(err, storage.ErrNotFound) {
-		return &gwerr.Error{Status: fiber.StatusUnauthorized, Code: gwerr.CodeInvalidAPIKey, Param: HeaderAPIKey,
-			Message: "invalid gateway API key"}
-	}
-	if err != nil {
-		return gwerr.Internal(err)
-	}
-	c.Locals(localAPIKey, k)
-	return c.Next()
+	return s.authenticate(c)
 }
