@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"slices"
 	"strings"
@@ -17,19 +16,17 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/llmgw/gateway/runtime/httpclient"
 	"github.com/llmgw/gateway/runtime/netguard"
 	"github.com/llmgw/gateway/storage"
 )
 
-// newUpstreamTransport dials only the addresses the policy allows, and never through a proxy (netguard).
-func newUpstreamTransport(policy *netguard.Policy) *http.Transport {
-	return &http.Transport{
-		DialContext:         policy.DialContext(&net.Dialer{Timeout: UpstreamTimeout, KeepAlive: 30 * time.Second}, nil),
-		TLSHandshakeTimeout: UpstreamTimeout,
-		ForceAttemptHTTP2:   true,
-		MaxIdleConnsPerHost: 8,
-		IdleConnTimeout:     90 * time.Second,
-	}
+// newUpstreamTransport is the transport of every upstream MCP session: the gateway's upstream client (runtime/httpclient).
+func newUpstreamTransport(policy *netguard.Policy) http.RoundTripper {
+	// The gateway's upstream client: the address policy at every dial, verified TLS, HTTP(S)_PROXY, and its
+	// bounds, as for providers.
+	return httpclient.New(httpclient.Options{Policy: policy, DialTimeout: UpstreamTimeout,
+		TLSHandshakeTimeout: UpstreamTimeout, MaxIdlePerHost: 8})
 }
 
 // serverHeaders adds a server's stored headers to each request of its session and bounds the bodies read back.
