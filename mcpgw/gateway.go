@@ -56,6 +56,8 @@ type Options struct {
 	// SessionsPerWorkspace bounds the open sessions of one workspace: a new session past it is refused (429)
 	// until one is closed (DELETE) or idles out. Default DefaultSessionsPerWorkspace.
 	SessionsPerWorkspace int
+	// Intercept, when set, wraps every tools/call that names a tool the workspace offers (see Interceptor).
+	Intercept Interceptor
 }
 
 // DefaultSessionsPerWorkspace is Options.SessionsPerWorkspace's default.
@@ -69,6 +71,7 @@ type Gateway struct {
 	callTimeout time.Duration
 	handler     http.Handler // the SDK's Streamable HTTP handler behind its bearer middleware
 	server      *mcp.Server  // its sessions are the live ones
+	intercept   Interceptor
 
 	sessionsPerWorkspace int
 	sessionsMu           sync.Mutex
@@ -96,7 +99,7 @@ func New(registry Registry, opts Options) *Gateway {
 		opts.SessionsPerWorkspace = DefaultSessionsPerWorkspace
 	}
 	g := &Gateway{registry: registry, log: opts.Logger, transport: opts.Transport, callTimeout: opts.CallTimeout,
-		sessionsPerWorkspace: opts.SessionsPerWorkspace, sessions: map[string]string{}}
+		sessionsPerWorkspace: opts.SessionsPerWorkspace, sessions: map[string]string{}, intercept: opts.Intercept}
 	// The tools capability is declared: the tools are the upstreams', answered by the middleware, never
 	// registered with the server. No list-changed notices: nothing is streamed to the caller (doc.go).
 	server := mcp.NewServer(&mcp.Implementation{Name: "gateway", Title: "LLM gateway MCP endpoint", Version: "1"},
@@ -115,25 +118,41 @@ func New(registry Registry, opts Options) *Gateway {
 	return g
 }
 
-// workspaceKey is the context key of the caller's workspace ID, set by Serve for verifyWorkspace.
-type workspaceKey struct{}
+// callerKey is the context key of the request's *Caller, set by Serve for verifyWorkspace.
+type callerKey struct{}
+
+// Caller is who sent an /mcp request, as the HTTP front authenticated it. It reaches the Interceptor with each
+// tool call; it is read-only once given to Serve.
+type Caller struct {
+	WorkspaceID string
+	APIKeyID    string
+	// Config is the request's x-gateway-config as sent (a saved config's ID or a JSON object), "" for none.
+	Config string
+	// Metadata is the request's x-gateway-metadata.
+	Metadata map[string]string
+	TraceID  string
+}
 
 // placeholderBearer stands in for the caller's credentials in the request the SDK sees: its bearer middleware
 // insists on an Authorization header, and the real key was judged before Serve.
 const placeholderBearer = "Bearer authenticated-by-gateway"
 
 // verifyWorkspace makes the workspace the session's user, so that the SDK refuses another workspace's request
-// naming the session.
+// naming the session, and hands the request's Caller to its handlers.
 func verifyWorkspace(ctx context.Context, _ string, _ *http.Request) (*auth.TokenInfo, error) {
-	ws, _ := ctx.Value(workspaceKey{}).(string)
-	if ws == "" {
+	caller, _ := ctx.Value(callerKey{}).(*Caller)
+	if caller == nil || caller.WorkspaceID == "" {
 		return nil, fmt.Errorf("%w: no workspace", auth.ErrInvalidToken)
 	}
-	return &auth.TokenInfo{UserID: ws}, nil
+	return &auth.TokenInfo{UserID: caller.WorkspaceID, Extra: map[string]any{callerExtra: caller}}, nil
 }
 
-// Serve answers an MCP request of a caller authenticated as a key of workspaceID.
-func (g *Gateway) Serve(w http.ResponseWriter, r *http.Request, workspaceID string) {
+// callerExtra is the TokenInfo.Extra key of the request's *Caller.
+const callerExtra = "gateway.caller"
+
+// Serve answers an MCP request of a caller authenticated by the HTTP front.
+func (g *Gateway) Serve(w http.ResponseWriter, r *http.Request, caller *Caller) {
+	workspaceID := caller.WorkspaceID
 	if r.Method == http.MethodGet {
 		// The optional server-to-client stream is not offered (doc.go).
 		w.Header().Set("Allow", "POST, DELETE")
@@ -142,7 +161,7 @@ func (g *Gateway) Serve(w http.ResponseWriter, r *http.Request, workspaceID stri
 	}
 	// A fresh context: the request's own may be the HTTP front's, recycled once the answer is written, and
 	// the SDK keeps the first request's context values for the session's life.
-	ctx, cancel := context.WithTimeout(context.WithValue(context.Background(), workspaceKey{}, workspaceID),
+	ctx, cancel := context.WithTimeout(context.WithValue(context.Background(), callerKey{}, caller),
 		g.callTimeout+UpstreamTimeout)
 	defer cancel()
 	r = r.Clone(ctx)
@@ -201,25 +220,26 @@ func (g *Gateway) aggregate(next mcp.MethodHandler) mcp.MethodHandler {
 		default:
 			return next(ctx, method, req)
 		}
-		ws := workspaceOf(req)
-		if ws == "" {
+		caller := callerOf(req)
+		if caller == nil {
 			return nil, errors.New("mcpgw: request without a workspace")
 		}
 		if method == "tools/list" {
-			return g.listTools(ctx, ws)
+			return g.listTools(ctx, caller.WorkspaceID)
 		}
 		call, ok := req.(*mcp.CallToolRequest)
 		if !ok || call.Params == nil {
 			return nil, invalidParams("tools/call without params")
 		}
-		return g.callTool(ctx, ws, call.Params)
+		return g.callTool(ctx, caller, call)
 	}
 }
 
-// workspaceOf is the workspace of the request's session user (verifyWorkspace).
-func workspaceOf(req mcp.Request) string {
+// callerOf is the Caller of the request (verifyWorkspace), nil when it has none.
+func callerOf(req mcp.Request) *Caller {
 	if extra := req.GetExtra(); extra != nil && extra.TokenInfo != nil {
-		return extra.TokenInfo.UserID
+		c, _ := extra.TokenInfo.Extra[callerExtra].(*Caller)
+		return c
 	}
-	return ""
+	return nil
 }

@@ -119,7 +119,7 @@ func newFrontWith(t *testing.T, reg Registry, opts Options) *httptest.Server {
 			http.Error(w, "no key", http.StatusUnauthorized)
 			return
 		}
-		g.Serve(w, r, ws)
+		g.Serve(w, r, &Caller{WorkspaceID: ws})
 	}))
 	t.Cleanup(front.Close)
 	return front

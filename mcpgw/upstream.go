@@ -204,26 +204,19 @@ func (g *Gateway) resolve(workspaceID, name string) (*storage.MCPServer, string,
 	}
 }
 
-// callTool forwards the call to its server, once. A failure of the server (unreachable, gone mid-call) is the
+// forward sends the call to its server, once. A failure of the server (unreachable, gone mid-call) is the
 // call's tool error; an error the server answers is passed on as it is.
-func (g *Gateway) callTool(ctx context.Context, workspaceID string, params *mcp.CallToolParamsRaw) (*mcp.CallToolResult, error) {
-	srv, tool, err := g.resolve(workspaceID, params.Name)
-	if err != nil {
-		return nil, fmt.Errorf("mcpgw: find server: %w", err)
-	}
-	if srv == nil {
-		return nil, invalidParams(fmt.Sprintf("unknown tool %q", params.Name))
-	}
+func (g *Gateway) forward(ctx context.Context, srv *storage.MCPServer, tool, name string, arguments json.RawMessage) (*mcp.CallToolResult, error) {
 	ctx, cancel := context.WithTimeout(ctx, g.callTimeout)
 	defer cancel()
 	session, cancelSent, err := g.connect(ctx, srv)
 	if err != nil {
-		return g.upstreamFailed(ctx, srv, params.Name, err)
+		return g.upstreamFailed(ctx, srv, name, err)
 	}
 	defer session.Close()
 	call := &mcp.CallToolParams{Name: tool}
-	if len(params.Arguments) > 0 {
-		call.Arguments = json.RawMessage(params.Arguments) // the same JSON value (compacted, as any encoder does)
+	if len(arguments) > 0 {
+		call.Arguments = arguments // the same JSON value (compacted, as any encoder does)
 	}
 	res, err := session.CallTool(ctx, call)
 	if err != nil && ctx.Err() != nil {
@@ -234,7 +227,7 @@ func (g *Gateway) callTool(ctx context.Context, workspaceID string, params *mcp.
 		}
 	}
 	if err != nil {
-		return g.upstreamFailed(ctx, srv, params.Name, err)
+		return g.upstreamFailed(ctx, srv, name, err)
 	}
 	return res, nil
 }

@@ -66,22 +66,9 @@ func readGatewayHeaders(c *fiber.Ctx, req *runtime.Request) error {
 	req.Config = configTexts.intern(c.Get(HeaderConfig))
 	req.CustomHost = strings.Clone(req.CustomHost)
 
-	if raw := c.Get(HeaderMetadata); raw != "" {
-		var md map[string]any
-		if err := json.Unmarshal([]byte(raw), &md); err != nil || md == nil {
-			return gwerr.BadRequest(HeaderMetadata, "x-gateway-metadata must be a JSON object of string values")
-		}
-		if len(md) > maxMetadataPairs {
-			return gwerr.BadRequest(HeaderMetadata, "x-gateway-metadata has %d keys; at most %d are allowed", len(md), maxMetadataPairs)
-		}
-		req.Metadata = make(map[string]string, len(md))
-		for k, v := range md {
-			s, ok := v.(string)
-			if !ok {
-				return gwerr.BadRequest(HeaderMetadata, "x-gateway-metadata value of %q must be a string", k)
-			}
-			req.Metadata[k] = s
-		}
+	var err error
+	if req.Metadata, err = readMetadata(c); err != nil {
+		return err
 	}
 	if raw := c.Get(HeaderRequestTimeout); raw != "" {
 		ms, err := strconv.Atoi(strings.TrimSpace(raw))
@@ -106,6 +93,31 @@ func readGatewayHeaders(c *fiber.Ctx, req *runtime.Request) error {
 	}
 	req.CacheNS = strings.Clone(c.Get(HeaderCacheNamespace))
 	return nil
+}
+
+// readMetadata parses x-gateway-metadata: a JSON object of at most maxMetadataPairs string values; nil when the
+// header is absent.
+func readMetadata(c *fiber.Ctx) (map[string]string, error) {
+	raw := c.Get(HeaderMetadata)
+	if raw == "" {
+		return nil, nil
+	}
+	var md map[string]any
+	if err := json.Unmarshal([]byte(raw), &md); err != nil || md == nil {
+		return nil, gwerr.BadRequest(HeaderMetadata, "x-gateway-metadata must be a JSON object of string values")
+	}
+	if len(md) > maxMetadataPairs {
+		return nil, gwerr.BadRequest(HeaderMetadata, "x-gateway-metadata has %d keys; at most %d are allowed", len(md), maxMetadataPairs)
+	}
+	out := make(map[string]string, len(md))
+	for k, v := range md {
+		s, ok := v.(string)
+		if !ok {
+			return nil, gwerr.BadRequest(HeaderMetadata, "x-gateway-metadata value of %q must be a string", k)
+		}
+		out[k] = s
+	}
+	return out, nil
 }
 
 // configTexts holds the x-gateway-config values seen lately: callers send the same few configs over and over,

@@ -7,6 +7,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 	"github.com/gofiber/fiber/v2/middleware/adaptor"
 
+	"github.com/llmgw/gateway/mcpgw"
 	"github.com/llmgw/gateway/runtime/gwerr"
 )
 
@@ -14,9 +15,15 @@ import (
 // the whole answer, which mcpgw allows for: it answers in JSON, never with an event stream.
 func (s *Server) mcpRoutes() {
 	s.app.All("/mcp", s.authenticateMCP, func(c *fiber.Ctx) error {
-		workspaceID := callerKey(c).WorkspaceID
+		key := callerKey(c)
+		metadata, err := readMetadata(c)
+		if err != nil {
+			return err
+		}
+		caller := &mcpgw.Caller{WorkspaceID: key.WorkspaceID, APIKeyID: key.ID, Metadata: metadata,
+			Config: configTexts.intern(strings.TrimSpace(c.Get(HeaderConfig))), TraceID: ensureTraceID(c)}
 		return adaptor.HTTPHandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			s.mcp.Serve(w, r, workspaceID)
+			s.mcp.Serve(w, r, caller)
 		})(c)
 	})
 }

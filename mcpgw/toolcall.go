@@ -1,0 +1,58 @@
+package mcpgw
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/llmgw/gateway/storage"
+)
+
+// ToolCall is one tools/call that names a tool the workspace offers, about to be forwarded.
+type ToolCall struct {
+	Caller *Caller
+	Server *storage.MCPServer
+	// Tool is the bare name the server knows; Name is the one the caller used ("<server>__<tool>").
+	Tool, Name string
+	// Arguments is the call's arguments as the caller sent them (a JSON object, or empty for none).
+	Arguments json.RawMessage
+}
+
+// Forward sends a call to its server once, with arguments (the call's own, or ones a hook rewrote), and returns
+// the server's result. A server that fails (unreachable, gone mid-call) is a result with IsError; an error the
+// server answers is a *jsonrpc.Error; a cancelled or timed-out call is the context's error.
+type Forward func(ctx context.Context, arguments json.RawMessage) (*mcp.CallToolResult, error)
+
+// Interceptor wraps every tools/call that names an offered tool: rate limits, guardrails, the request log and
+// metrics live there (routes wires them). It calls forward at most once; it may answer without calling it (a
+// refused call), change the arguments it forwards, and change the result it returns.
+type Interceptor func(ctx context.Context, call *ToolCall, forward Forward) (*mcp.CallToolResult, error)
+
+// callTool resolves the prefixed name to its server and forwards the call through the Interceptor. A name that
+// matches no offered tool reaches no server and no Interceptor: it is the caller's JSON-RPC error.
+func (g *Gateway) callTool(ctx context.Context, caller *Caller, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	params := req.Params
+	srv, tool, err := g.resolve(caller.WorkspaceID, params.Name)
+	if err != nil {
+		return nil, fmt.Errorf("mcpgw: find server: %w", err)
+	}
+	if srv == nil {
+		return nil, invalidParams(fmt.Sprintf("unknown tool %q", params.Name))
+	}
+	forwarded := false
+	forward := func(ctx context.Context, arguments json.RawMessage) (*mcp.CallToolResult, error) {
+		if forwarded { // DESIGN.md: a call reaches its server once
+			return nil, errors.New("mcpgw: a tool call is forwarded once")
+		}
+		forwarded = true
+		return g.forward(ctx, srv, tool, params.Name, arguments)
+	}
+	if g.intercept == nil {
+		return forward(ctx, params.Arguments)
+	}
+	return g.intercept(ctx, &ToolCall{Caller: caller, Server: srv, Tool: tool, Name: params.Name,
+		Arguments: params.Arguments}, forward)
+}
