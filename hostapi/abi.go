@@ -48,6 +48,8 @@ const (
 	TagCheckID       byte = 7
 	TagStage         byte = 8
 	TagEndpoint      byte = 9
+	TagTool          byte = 10
+	TagMCPServer     byte = 11
 )
 
 // Output field tags.

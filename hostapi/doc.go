@@ -20,8 +20,17 @@
 // Input and Output are sequences of fields, each [tag u8][len u32 little-endian][len bytes]. Unknown tags are
 // skipped. Input fields: TagText, TagModel, TagMetadataKey immediately followed by TagMetadataValue (repeated),
 // TagParamName immediately followed by TagParamValue (the parameter's JSON text, repeated), TagCheckID, TagStage,
-// TagEndpoint. Output fields: TagVerdict (one byte, 1 pass, 0 fail; pass when absent), TagData (a JSON object),
-// TagTransformedText, TagError, TagMatch (one byte; not matched when absent).
+// TagEndpoint, TagTool, TagMCPServer. Output fields: TagVerdict (one byte, 1 pass, 0 fail; pass when absent),
+// TagData (a JSON object), TagTransformedText, TagError, TagMatch (one byte; not matched when absent).
+//
+// # What an Input describes
+//
+// Endpoint says what is being checked. For a model request it is "chat", "completions" or "embeddings", Stage
+// is "before" (Text is the messages' text) or "after" (Text is the answer's text), and Tool and MCPServer are
+// empty. For an MCP tool call (hooks before_tool_call and after_tool_call) it is "mcp": Tool is the bare tool
+// name the upstream server knows, MCPServer the server's registry ID, and Text the call's arguments as JSON text
+// (Stage "before") or the result's text (Stage "after"). A routing condition has Stage "condition". TagTool and
+// TagMCPServer were added within ABI v1: a guest built before them skips them as unknown tags.
 //
 // Decoding is strict where the encoder never varies: a singular field that appears twice, a key without its
 // value, a flag that is not one byte of 0 or 1, or a length running past the buffer is an error (a *DecodeError

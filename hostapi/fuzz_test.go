@@ -13,6 +13,8 @@ func FuzzDecodeInput(f *testing.F) {
 	f.Add([]byte{})
 	f.Add(AppendInput(nil, &Input{Text: "hi", Metadata: []KV{{"k", "v"}}, Params: []KV{{"n", "1"}}, Stage: "before"}))
 	f.Add([]byte{TagMetadataKey, 1, 0, 0, 0, 'k'})
+	f.Add(AppendInput(nil, &Input{Text: `{"path":"/tmp/x"}`, Stage: "before", Endpoint: "mcp", Tool: "read_file", MCPServer: "files"}))
+	f.Add([]byte{TagTool, 1, 0, 0, 0, 't', TagTool, 0, 0, 0, 0})
 	f.Fuzz(func(t *testing.T, b []byte) {
 		var in Input
 		if err := DecodeInput(b, &in); err != nil {
@@ -55,10 +57,11 @@ func FuzzDecodeOutput(f *testing.F) {
 
 // FuzzInputRoundTrip checks that any Input encodes and decodes back to itself.
 func FuzzInputRoundTrip(f *testing.F) {
-	f.Add("text", "model", "key", "value", `"param"`, "check.id")
-	f.Add("", "", "", "", "", "")
-	f.Fuzz(func(t *testing.T, text, model, key, value, param, check string) {
-		in := Input{Text: text, Model: model, Metadata: []KV{{key, value}}, Params: []KV{{key, param}, {value, param}}, CheckID: check}
+	f.Add("text", "model", "key", "value", `"param"`, "check.id", "tool", "server")
+	f.Add("", "", "", "", "", "", "", "")
+	f.Fuzz(func(t *testing.T, text, model, key, value, param, check, tool, server string) {
+		in := Input{Text: text, Model: model, Metadata: []KV{{key, value}}, Params: []KV{{key, param}, {value, param}}, CheckID: check,
+			Tool: tool, MCPServer: server}
 		var got Input
 		if err := DecodeInput(AppendInput(nil, &in), &got); err != nil {
 			t.Fatal(err)

@@ -34,8 +34,15 @@ type Input struct {
 	CheckID string
 	// Stage is "before" or "after".
 	Stage string
-	// Endpoint is "chat", "completions" or "embeddings".
+	// Endpoint is "chat", "completions" or "embeddings" for a model request, "mcp" for a tool call.
 	Endpoint string
+	// Tool is the called tool's bare name, as the upstream MCP server knows it (without the "<server>__"
+	// prefix /mcp lists it under). It is set only for a tool call, where Text is the call's arguments as JSON
+	// text (Stage "before") or the result's text (Stage "after").
+	Tool string
+	// MCPServer is the registry ID of the upstream MCP server the tool call goes to. It is set only for a tool
+	// call.
+	MCPServer string
 }
 
 // Output is what gateway_call returns to the host.
@@ -120,7 +127,7 @@ func appendFlag(dst []byte, tag byte, v bool) []byte {
 // before AppendInput.
 func InputLen(in *Input) int {
 	n := 0
-	for _, s := range [...]string{in.Text, in.Model, in.CheckID, in.Stage, in.Endpoint} {
+	for _, s := range [...]string{in.Text, in.Model, in.CheckID, in.Stage, in.Endpoint, in.Tool, in.MCPServer} {
 		if s != "" {
 			n += HeaderSize + len(s)
 		}
@@ -164,6 +171,12 @@ func AppendInput(dst []byte, in *Input) []byte {
 	if in.Endpoint != "" {
 		dst = appendField(dst, TagEndpoint, in.Endpoint)
 	}
+	if in.Tool != "" {
+		dst = appendField(dst, TagTool, in.Tool)
+	}
+	if in.MCPServer != "" {
+		dst = appendField(dst, TagMCPServer, in.MCPServer)
+	}
 	return dst
 }
 
@@ -188,9 +201,9 @@ func field(b []byte, off int) (tag byte, start, end int, err error) {
 // b may be reused at once and the strings may be kept. That copy is the only allocation once in.Metadata and
 // in.Params have room.
 //
-// Unknown tags are skipped. A truncated field, a repeated text, model, check id, stage or endpoint, or a
-// metadata key or param name not directly followed by its value (or a value without a key) is an error wrapped
-// in a *DecodeError; on error in is left in an unspecified state. DecodeInput never panics.
+// Unknown tags are skipped. A truncated field, a repeated text, model, check id, stage, endpoint, tool or MCP
+// server, or a metadata key or param name not directly followed by its value (or a value without a key) is an
+// error wrapped in a *DecodeError; on error in is left in an unspecified state. DecodeInput never panics.
 func DecodeInput(b []byte, in *Input) error {
 	md, params := in.Metadata[:0], in.Params[:0]
 	*in = Input{}
@@ -207,7 +220,7 @@ func DecodeInput(b []byte, in *Input) error {
 		}
 		next := end
 		switch tag {
-		case TagText, TagModel, TagCheckID, TagStage, TagEndpoint:
+		case TagText, TagModel, TagCheckID, TagStage, TagEndpoint, TagTool, TagMCPServer:
 			if seen&(1<<tag) != 0 {
 				return &DecodeError{What: "input", Offset: off, Tag: tag, Err: ErrDuplicate}
 			}
@@ -224,6 +237,10 @@ func DecodeInput(b []byte, in *Input) error {
 				in.Stage = v
 			case TagEndpoint:
 				in.Endpoint = v
+			case TagTool:
+				in.Tool = v
+			case TagMCPServer:
+				in.MCPServer = v
 			}
 		case TagMetadataKey, TagParamName:
 			if end == len(b) {

@@ -42,8 +42,13 @@ func TestInputRoundTrip(t *testing.T) {
 			Text: "line 1\nline 2 — ünïcödé", Model: "gpt-4o-mini",
 			Metadata: []KV{{"user", "u1"}, {"team", ""}, {"", "empty key"}},
 			Params:   []KV{{"action", `"redact"`}, {"limit", "10"}, {"words", `["a","b"]`}},
-			CheckID:  "pii.detect", Stage: "before", Endpoint: "chat",
+			CheckID:  "pii.detect", Stage: "before", Endpoint: "chat", Tool: "read_file", MCPServer: "files",
 		}},
+		{"tool call", Input{
+			Text: `{"path":"/etc/passwd"}`, Params: []KV{{"argument", `"path"`}, {"deny", `["/etc/"]`}},
+			CheckID: "toolguard.args", Stage: "before", Endpoint: "mcp", Tool: "read_file", MCPServer: "files",
+		}},
+		{"tool without server", Input{Tool: "search"}},
 		{"repeated metadata keys kept in order", Input{Metadata: []KV{{"k", "1"}, {"k", "2"}}}},
 		{"binary-ish text", Input{Text: "\x00\x01\xff\xfe"}},
 		{"large text", Input{Text: strings.Repeat("x", 1<<20)}},
@@ -69,6 +74,23 @@ func TestInputRoundTrip(t *testing.T) {
 				t.Fatal("decoded strings alias the buffer")
 			}
 		})
+	}
+}
+
+// The tool-call tags are part of ABI v1: a guest decodes them by number, so their encoding is pinned.
+func TestToolCallEncoding(t *testing.T) {
+	in := Input{Stage: "before", Endpoint: "mcp", Tool: "read_file", MCPServer: "files"}
+	want := cat(rawField(8, "before"), rawField(9, "mcp"), rawField(10, "read_file"), rawField(11, "files"))
+	if got := AppendInput(nil, &in); !bytes.Equal(got, want) {
+		t.Fatalf("encoding\n got %q\nwant %q", got, want)
+	}
+	// A guest that knows neither tag reads the rest of the input as before.
+	var got Input
+	if err := DecodeInput(cat(rawField(TagTool, "t"), rawField(TagText, "{}"), rawField(TagMCPServer, "s")), &got); err != nil {
+		t.Fatal(err)
+	}
+	if got.Text != "{}" || got.Tool != "t" || got.MCPServer != "s" {
+		t.Fatalf("got %+v", got)
 	}
 }
 
@@ -125,6 +147,9 @@ func TestDecodeInputMalformed(t *testing.T) {
 		{"unknown tag truncated", []byte{99, 10, 0, 0, 0, 'x'}, ErrTruncated},
 		{"duplicate text", cat(full, full), ErrDuplicate},
 		{"duplicate endpoint", cat(rawField(TagEndpoint, "chat"), rawField(TagEndpoint, "chat")), ErrDuplicate},
+		{"duplicate tool", cat(rawField(TagTool, "a"), rawField(TagTool, "b")), ErrDuplicate},
+		{"duplicate mcp server", cat(rawField(TagMCPServer, "s"), full, rawField(TagMCPServer, "s")), ErrDuplicate},
+		{"tool truncated", rawField(TagTool, "read_file")[:7], ErrTruncated},
 		{"metadata key at end", cat(full, rawField(TagMetadataKey, "k")), ErrUnpaired},
 		{"metadata key then text", cat(rawField(TagMetadataKey, "k"), full), ErrUnpaired},
 		{"metadata key then param value", cat(rawField(TagMetadataKey, "k"), rawField(TagParamValue, "1")), ErrUnpaired},
@@ -250,7 +275,15 @@ func TestAllocations(t *testing.T) {
 	if n := testing.AllocsPerRun(100, func() { buf = AppendInput(buf[:0], &in) }); n != 0 {
 		t.Errorf("AppendInput into a reused buffer: %v allocs, want 0", n)
 	}
+	tool := Input{Text: `{"path":"/tmp/x"}`, Params: in.Params, CheckID: "toolguard.args", Stage: "before", Endpoint: "mcp", Tool: "read_file", MCPServer: "files"}
+	toolBuf := make([]byte, 0, InputLen(&tool))
+	if n := testing.AllocsPerRun(100, func() { toolBuf = AppendInput(toolBuf[:0], &tool) }); n != 0 {
+		t.Errorf("AppendInput of a tool call into a reused buffer: %v allocs, want 0", n)
+	}
 	var dec Input
+	if n := testing.AllocsPerRun(100, func() { _ = DecodeInput(toolBuf, &dec) }); n != 1 {
+		t.Errorf("DecodeInput of a tool call with reused slices: %v allocs, want 1", n)
+	}
 	if n := testing.AllocsPerRun(100, func() { _ = DecodeInput(buf, &dec) }); n != 1 {
 		t.Errorf("DecodeInput with reused slices: %v allocs, want 1", n)
 	}

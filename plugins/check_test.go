@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/llmgw/gateway/hostapi"
 )
@@ -43,5 +44,47 @@ func TestWasmCheckAndCondition(t *testing.T) {
 		if err != nil || got != want {
 			t.Errorf("condition on %q = %v, %v; want %v", text, got, err, want)
 		}
+	}
+}
+
+// A tool call's Tool and MCPServer reach the guest through WasmCheck, beside the text, stage and endpoint the
+// hook sets and the check id and parameters WasmCheck binds.
+func TestWasmCheckToolCall(t *testing.T) {
+	opts := testOptions(t)
+	opts.CallTimeout = time.Minute // the test is not about deadlines, and -race on shared cores is slow
+	e := newEngine(t, opts)
+	ctx := context.Background()
+	if err := e.Load(ctx, "ws-a", "p", guest(t, "basic")); err != nil {
+		t.Fatal(err)
+	}
+	c, err := e.CheckFor("ws-a", "p", "echo", json.RawMessage(`{"argument": "path"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := &hostapi.Input{Text: `{"path":"/etc/passwd"}`, Stage: "before", Endpoint: "mcp", Tool: "read_file", MCPServer: "files"}
+	out, err := c.Check(ctx, in, nil)
+	if err != nil || out.Error != "" {
+		t.Fatalf("check: %+v, %v", out, err)
+	}
+	var got struct {
+		Text, Stage, Endpoint, Tool string
+		MCPServer                   string `json:"mcp_server"`
+		CheckID                     string `json:"check_id"`
+		Params                      map[string]string
+	}
+	if err := json.Unmarshal(out.Data, &got); err != nil {
+		t.Fatalf("data %s: %v", out.Data, err)
+	}
+	if got.Text != in.Text || got.Stage != "before" || got.Endpoint != "mcp" || got.Tool != "read_file" || got.MCPServer != "files" ||
+		got.CheckID != "p.echo" || got.Params["argument"] != `"path"` {
+		t.Errorf("echo = %s", out.Data)
+	}
+	if in.CheckID != "" || in.Params != nil {
+		t.Errorf("Check changed the caller's input: %+v", in)
+	}
+	// A model request carries neither field.
+	out, err = c.Check(ctx, &hostapi.Input{Text: "hi", Stage: "before", Endpoint: "chat"}, nil)
+	if err != nil || !strings.Contains(string(out.Data), `"tool":"","mcp_server":""`) {
+		t.Fatalf("model request: %s, %v", out.Data, err)
 	}
 }

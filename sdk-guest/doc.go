@@ -1,6 +1,7 @@
 // Package sdk is the guest SDK (import path github.com/llmgw/gateway/sdk-guest): plugin authors write a check
-// (guardrail, hook check or transformer) or a routing condition as a plain Go function, register it in init,
-// and build the package with the stock Go toolchain:
+// (guardrail, hook check or transformer, on model requests or on MCP tool calls: see Input.IsToolCall) or a
+// routing condition as a plain Go function, register it in init, and build the package with the stock Go
+// toolchain:
 //
 //	GOOS=wasip1 GOARCH=wasm go build -buildmode=c-shared -o plugin.wasm .
 //

@@ -91,3 +91,13 @@ func ExampleRun_wire() {
 	// 28 bytes in
 	// 6 bytes out: true
 }
+
+// A check on an MCP tool call (hook before_tool_call or after_tool_call) sees the tool's bare name, the
+// server's registry ID, and the call's arguments as JSON text (before) or the result's text (after).
+func ExampleInput_IsToolCall() {
+	in := sdk.NewInput(&hostapi.Input{
+		Text: `{"path":"/etc/passwd"}`, Stage: "before", Endpoint: "mcp", Tool: "read_file", MCPServer: "files",
+	})
+	fmt.Println(in.IsToolCall(), in.MCPServer, in.Tool, in.Text)
+	// Output: true files read_file {"path":"/etc/passwd"}
+}

@@ -84,7 +84,8 @@ func TestRunPassesInput(t *testing.T) {
 			{Key: "l", Value: `["x","y"]`}, {Key: "huge", Value: "1e300"}, {Key: "frac", Value: "1.5"}},
 	}
 	Run(hostapi.KindCheck, in)
-	if got.Text != "t" || got.Model != "m" || got.CheckID != "c" || got.Stage != "after" || got.Endpoint != "completions" {
+	if got.Text != "t" || got.Model != "m" || got.CheckID != "c" || got.Stage != "after" || got.Endpoint != "completions" ||
+		got.Tool != "" || got.MCPServer != "" || got.IsToolCall() {
 		t.Fatalf("got %+v", got)
 	}
 	// Later calls must not change an Input a handler kept.
@@ -148,6 +149,22 @@ func TestRunPassesInput(t *testing.T) {
 		if _, ok := got.ParamString(name); ok {
 			t.Errorf("ParamString(%s) ok", name)
 		}
+	}
+}
+
+func TestRunPassesToolCall(t *testing.T) {
+	var got Input
+	withHandlers(t, func(in Input) Result { got = in; return Pass() }, nil)
+	for _, stage := range []string{"before", "after"} {
+		Run(hostapi.KindCheck, &hostapi.Input{Text: `{"path":"/tmp"}`, CheckID: "g.args", Stage: stage, Endpoint: "mcp", Tool: "read_file", MCPServer: "files"})
+		if !got.IsToolCall() || got.Tool != "read_file" || got.MCPServer != "files" || got.Stage != stage || got.Text != `{"path":"/tmp"}` {
+			t.Fatalf("%s: got %+v", stage, got)
+		}
+	}
+	// The fields do not leak into the next call.
+	Run(hostapi.KindCheck, &hostapi.Input{Text: "x", Stage: "before", Endpoint: "chat"})
+	if got.IsToolCall() || got.Tool != "" || got.MCPServer != "" {
+		t.Fatalf("got %+v", got)
 	}
 }
 

@@ -9,7 +9,8 @@ import (
 // Input is what a handler receives for one call. Its strings may be kept after the handler returns.
 type Input struct {
 	// Text is the text to check: for input checks (Stage "before") the messages' text joined with "\n", for
-	// output checks (Stage "after") the answer's text.
+	// output checks (Stage "after") the answer's text. For a tool call (see IsToolCall) it is the call's arguments
+	// as JSON text (Stage "before", a JSON object) or the result's text (Stage "after").
 	Text string
 	// Model is the request's model.
 	Model string
@@ -18,8 +19,14 @@ type Input struct {
 	CheckID string
 	// Stage is "before" (the request), "after" (the response) or "condition" (a routing condition).
 	Stage string
-	// Endpoint is "chat", "completions" or "embeddings".
+	// Endpoint is "chat", "completions" or "embeddings" for a model request, "mcp" for a tool call.
 	Endpoint string
+	// Tool is the called tool's bare name as the upstream MCP server knows it ("read_file", not the
+	// "files__read_file" that /mcp lists). It is set only for a tool call (Endpoint "mcp").
+	Tool string
+	// MCPServer is the registry ID of the MCP server the tool call goes to ("files"). It is set only for a tool
+	// call (Endpoint "mcp").
+	MCPServer string
 
 	metadata []hostapi.KV
 	params   []hostapi.KV
@@ -34,9 +41,15 @@ func NewInput(in *hostapi.Input) Input {
 	n := len(in.Metadata)
 	return Input{
 		Text: in.Text, Model: in.Model, CheckID: in.CheckID, Stage: in.Stage, Endpoint: in.Endpoint,
+		Tool: in.Tool, MCPServer: in.MCPServer,
 		metadata: kv[:n:n], params: kv[n:],
 	}
 }
+
+// IsToolCall reports whether the check runs on an MCP tool call (hooks before_tool_call and after_tool_call)
+// rather than a model request: then Tool and MCPServer name the call, and Text holds its arguments (Stage
+// "before") or its result (Stage "after").
+func (in Input) IsToolCall() bool { return in.Endpoint == "mcp" }
 
 func lookup(kv []hostapi.KV, key string) (string, bool) {
 	for _, e := range kv {

@@ -5,8 +5,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/llmgw/gateway/examples/internal/wasmtest"
 	"github.com/llmgw/gateway/hostapi"
+	"github.com/llmgw/gateway/internal/wasmtest"
 	sdk "github.com/llmgw/gateway/sdk-guest"
 )
 

@@ -2,7 +2,7 @@
 
 // Command basic is the test guest of package plugins. It implements ABI v1 by hand (raw //go:wasmexport and
 // //go:wasmimport, no SDK) and chooses what to do from the input's check id, so that one module covers the round
-// trip and the hostile cases:
+// trip and the hostile cases (a check id "<plugin>.<name>", as WasmCheck sends it, is read as its name):
 //
 //	pass, fail        verdict 1 or 0
 //	echo              data with every input field, transformed text = text reversed
@@ -77,8 +77,8 @@ func gatewayCall(kind int32, ptr, n uint32) uint64 {
 }
 
 type input struct {
-	text, model, checkID, stage, endpoint string
-	meta, params                          [][2]string
+	text, model, checkID, stage, endpoint, tool, mcpServer string
+	meta, params                                           [][2]string
 }
 
 // parse decodes the input without copying: its strings view the input buffer, which stays valid until
@@ -117,6 +117,10 @@ func parse(b []byte) input {
 			in.stage = v
 		case 9:
 			in.endpoint = v
+		case 10:
+			in.tool = v
+		case 11:
+			in.mcpServer = v
 		}
 	}
 	return in
@@ -162,7 +166,14 @@ func run(kind int32, in input) []byte {
 		}
 		return field(nil, 5, m)
 	}
-	switch in.checkID {
+	name := in.checkID
+	for i := 0; i < len(name); i++ {
+		if name[i] == '.' {
+			name = name[i+1:]
+			break
+		}
+	}
+	switch name {
 	case "noop":
 		return nil
 	case "pass":
@@ -176,6 +187,8 @@ func run(kind int32, in input) []byte {
 		}
 		data := `{"text":` + strconv.Quote(in.text) + `,"model":` + strconv.Quote(in.model) +
 			`,"stage":` + strconv.Quote(in.stage) + `,"endpoint":` + strconv.Quote(in.endpoint) +
+			`,"tool":` + strconv.Quote(in.tool) + `,"mcp_server":` + strconv.Quote(in.mcpServer) +
+			`,"check_id":` + strconv.Quote(in.checkID) +
 			`,"kind":` + strconv.Itoa(int(kind)) + `,"metadata":` + pairs(in.meta) + `,"params":` + pairs(in.params) + `}`
 		return field(field(verdict(nil, true), 2, data), 3, string(rev))
 	case "field":

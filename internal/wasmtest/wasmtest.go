@@ -1,7 +1,8 @@
 // Package wasmtest builds example plugins with the stock Go toolchain (GOOS=wasip1 GOARCH=wasm
 // -buildmode=c-shared) and runs them in wazero with the gateway_v1 host functions stubbed, speaking ABI v1
-// through hostapi. It is test support for the examples, written against /tmp/abi.md independently of the
-// gateway's engine (package plugins): it proves that what sdk-guest builds is a valid ABI v1 guest.
+// through hostapi. It is test support for the examples and for tests elsewhere in the module that need a real
+// guest (routes' MCP tool hooks build examples/toolguard with it), written independently of the gateway's engine
+// (package plugins): it proves that what sdk-guest builds is a valid ABI v1 guest.
 package wasmtest
 
 import (

@@ -32,6 +32,7 @@ func check(in sdk.Input) sdk.Result {
 		return sdk.Pass().
 			With("text_len", len(in.Text)).With("model", in.Model).With("check_id", in.CheckID).
 			With("stage", in.Stage).With("endpoint", in.Endpoint).With("user", user).With("words", words).
+			With("tool", in.Tool).With("mcp_server", in.MCPServer).With("tool_call", in.IsToolCall()).
 			With("limit", limit).With("limit_int", n).With("strict", strict).
 			With("metadata_keys", in.MetadataKeys()).With("params", in.ParamNames())
 	case "host":

@@ -38,9 +38,17 @@ func TestGuest(t *testing.T) {
 			t.Fatalf("out = %+v", out)
 		}
 		got, _ := json.Marshal(data(t, out))
-		want := `{"check_id":"test.echo","endpoint":"chat","limit":100,"limit_int":100,"metadata_keys":["user","team"],"model":"gpt-4o-mini","params":["do","words","limit","strict"],"stage":"before","strict":true,"text_len":6,"user":"u1","words":["a","bé\n"]}`
+		want := `{"check_id":"test.echo","endpoint":"chat","limit":100,"limit_int":100,"mcp_server":"","metadata_keys":["user","team"],"model":"gpt-4o-mini","params":["do","words","limit","strict"],"stage":"before","strict":true,"text_len":6,"tool":"","tool_call":false,"user":"u1","words":["a","bé\n"]}`
 		if string(got) != want {
 			t.Fatalf("data\n got %s\nwant %s", got, want)
+		}
+	})
+
+	t.Run("tool call", func(t *testing.T) {
+		in := &hostapi.Input{Text: `{"q":"x"}`, CheckID: "test.echo", Stage: "after", Endpoint: "mcp", Tool: "search", MCPServer: "docs", Params: param("echo")}
+		m := data(t, p.MustCall(t, hostapi.KindCheck, in, nil))
+		if m["tool"] != "search" || m["mcp_server"] != "docs" || m["tool_call"] != true || m["stage"] != "after" || m["endpoint"] != "mcp" {
+			t.Fatalf("data = %v", m)
 		}
 	})
 
