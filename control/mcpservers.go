@@ -19,9 +19,9 @@ import (
 )
 
 // Upstream MCP servers of the caller's workspace (the registry the /mcp endpoint aggregates). A body is a
-// bootstrap file's "mcp_servers" item without "workspace": {id, url, headers, allow_tools, deny_tools}, read by
-// ReadMCPServer, which the bootstrap file's entries go through too; every write path also runs CheckMCPServer,
-// so that all of them accept and refuse the same things.
+// bootstrap file's "mcp_servers" item without "workspace": {id, url, headers, allow_tools, deny_tools,
+// cost_per_call}, read by ReadMCPServer, which the bootstrap file's entries go through too; every write path
+// also runs CheckMCPServer, so that all of them accept and refuse the same things.
 //
 // Decisions:
 //   - An id is unique in its workspace; another workspace's id is as unknown as a missing one (404).
@@ -33,6 +33,8 @@ import (
 //     "url". A host name is not resolved here (its addresses may change); the /mcp path checks the addresses it
 //     connects to, as custom hosts are checked.
 //   - Tool names are kept as given; what they match is the /mcp path's business.
+//   - cost_per_call (USD, 0 to MaxMCPCostPerCall, default 0) is what each forwarded tools/call costs the cost
+//     budgets that match it (usage-limit policies naming mcp_server or tool; ratelimit.Budgets.ReserveTool).
 
 // Bounds of an MCP server's fields.
 const (
@@ -41,6 +43,7 @@ const (
 	MaxMCPHeaderValue     = 8 << 10
 	MaxMCPToolNames       = 1000
 	MaxMCPToolNameLength  = 128
+	MaxMCPCostPerCall     = 1000 // USD: a bound that catches a price typed in cents or micro-dollars
 	maskedMCPHeaderPrefix = "…"
 )
 
@@ -74,6 +77,7 @@ func readMCPServerShape(o *jsoncheck.Object) *storage.MCPServer {
 	}
 	srv.AllowTools = readStrings(o, "allow_tools")
 	srv.DenyTools = readStrings(o, "deny_tools")
+	srv.CostPerCall, _ = o.Number("cost_per_call", false)
 	return srv
 }
 
@@ -97,8 +101,8 @@ func readStrings(o *jsoncheck.Object, name string) []string {
 }
 
 // checkMCPServerFields checks srv's fields but for the address policy, reporting each problem with add (field
-// is a path relative to the entry: "url", "headers.Authorization", "allow_tools[2]"), and puts the headers
-// under their canonical names.
+// is a path relative to the entry: "url", "headers.Authorization", "allow_tools[2]", "cost_per_call"), and puts
+// the headers under their canonical names.
 func checkMCPServerFields(srv *storage.MCPServer, add func(field, format string, args ...any)) {
 	switch {
 	case srv.ID == "":
@@ -108,6 +112,9 @@ func checkMCPServerFields(srv *storage.MCPServer, add func(field, format string,
 	}
 	if msg := mcpURLProblem(srv.URL); msg != "" {
 		add("url", "%s", msg)
+	}
+	if c := srv.CostPerCall; !(c >= 0 && c <= MaxMCPCostPerCall) { // NaN too
+		add("cost_per_call", "must be a number of USD from 0 to %d, not %v", MaxMCPCostPerCall, c)
 	}
 	if len(srv.Headers) > MaxMCPHeaders {
 		add("headers", "has %d headers, more than the limit of %d", len(srv.Headers), MaxMCPHeaders)

@@ -3,6 +3,7 @@ package control
 import (
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 	"testing"
 
@@ -62,6 +63,10 @@ func TestMCPServerValidation(t *testing.T) {
 		{`{"id": "s", "url": "https://m.example.com", "deny_tools": [3]}`, "deny_tools[0]"},
 		{`{"id": "s", "url": "https://m.example.com", "allow_tools": [` + many + `]}`, "allow_tools"},
 		{`{"id": "s", "url": "https://m.example.com", "workspace": "default"}`, "workspace"},
+		{`{"id": "s", "url": "https://m.example.com", "cost_per_call": -0.01}`, "cost_per_call"},
+		{`{"id": "s", "url": "https://m.example.com", "cost_per_call": "0.02"}`, "cost_per_call"},
+		{`{"id": "s", "url": "https://m.example.com", "cost_per_call": 1000.01}`, "cost_per_call"},
+		{`{"id": "s", "url": "https://m.example.com", "cost_per_call": 1e400}`, "cost_per_call"},
 	} {
 		_, err := f.plane.CreateMCPServer(ctx, f.caller, []byte(tc.body))
 		wantBadRequest(t, err, tc.param, "hunter2")
@@ -162,5 +167,39 @@ func TestMCPServerLifecycle(t *testing.T) {
 		if !errors.As(err, &ge) || ge.Status != 404 {
 			t.Errorf("after delete: %v", err)
 		}
+	}
+}
+
+// TestMCPServerCostPerCall: cost_per_call is optional (0), kept through create, replace and upsert, and bounded on
+// every path, bootstrap entries included.
+func TestMCPServerCostPerCall(t *testing.T) {
+	f := newFixture(t, Options{})
+	srv, err := f.plane.CreateMCPServer(ctx, f.caller, []byte(`{"id": "free", "url": "https://m.example.com/mcp", "cost_per_call": null}`))
+	if err != nil || srv.CostPerCall != 0 {
+		t.Fatalf("created %+v, %v", srv, err)
+	}
+	srv, err = f.plane.CreateMCPServer(ctx, f.caller, []byte(`{"id": "paid", "url": "https://m.example.com/mcp", "cost_per_call": 0.02}`))
+	if err != nil || srv.CostPerCall != 0.02 {
+		t.Fatalf("created %+v, %v", srv, err)
+	}
+	srv, err = f.plane.ReplaceMCPServer(ctx, f.caller, "paid", []byte(`{"url": "https://m.example.com/mcp", "cost_per_call": 1000}`))
+	if err != nil || srv.CostPerCall != 1000 {
+		t.Fatalf("replaced %+v, %v", srv, err)
+	}
+	_, err = f.plane.ReplaceMCPServer(ctx, f.caller, "paid", []byte(`{"url": "https://m.example.com/mcp", "cost_per_call": -1}`))
+	wantBadRequest(t, err, "cost_per_call")
+	srv, err = f.plane.ReplaceMCPServer(ctx, f.caller, "paid", []byte(`{"url": "https://m.example.com/mcp"}`))
+	if err != nil || srv.CostPerCall != 0 {
+		t.Fatalf("replaced without cost_per_call: %+v, %v (PUT replaces the whole record)", srv, err)
+	}
+	for _, bad := range []float64{-0.5, 1000.5, math.NaN(), math.Inf(1)} {
+		_, err := f.plane.UpsertMCPServer(ctx, f.caller, &storage.MCPServer{ID: "boot", URL: "https://m.example.com/mcp", CostPerCall: bad})
+		wantBadRequest(t, err, "cost_per_call")
+	}
+	if _, err := f.plane.UpsertMCPServer(ctx, f.caller, &storage.MCPServer{ID: "boot", URL: "https://m.example.com/mcp", CostPerCall: 0.5}); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := f.plane.GetMCPServer(ctx, f.caller, "boot"); got.CostPerCall != 0.5 {
+		t.Errorf("upserted %+v", got)
 	}
 }

@@ -34,13 +34,14 @@ type mcpServerView struct {
 	Headers     map[string]string `json:"headers"`
 	AllowTools  []string          `json:"allow_tools"`
 	DenyTools   []string          `json:"deny_tools"`
+	CostPerCall float64           `json:"cost_per_call"` // USD per forwarded tools/call; 0 when free
 	CreatedAt   string            `json:"created_at"`
 	UpdatedAt   string            `json:"updated_at"`
 }
 
 func viewMCPServer(srv *storage.MCPServer) mcpServerView {
 	v := mcpServerView{Object: "mcp_server", ID: srv.ID, WorkspaceID: srv.WorkspaceID, URL: netguard.RedactURL(srv.URL),
-		Headers: control.MaskMCPHeaders(srv), AllowTools: srv.AllowTools, DenyTools: srv.DenyTools,
+		Headers: control.MaskMCPHeaders(srv), AllowTools: srv.AllowTools, DenyTools: srv.DenyTools, CostPerCall: srv.CostPerCall,
 		CreatedAt: srv.CreatedAt.UTC().Format(time.RFC3339), UpdatedAt: srv.UpdatedAt.UTC().Format(time.RFC3339)}
 	if v.AllowTools == nil { // the lists read as [] rather than null, so that clients need not tell them apart
 		v.AllowTools = []string{}

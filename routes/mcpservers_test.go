@@ -26,7 +26,7 @@ func TestMCPServersAdminAPI(t *testing.T) {
 	if created["object"] != "mcp_server" || created["id"] != "docs" || created["workspace_id"] != f.ws.ID ||
 		created["url"] != "https://***@mcp.example.com/mcp" || fmt.Sprint(created["headers"]) != "map[Authorization:…4b7e]" ||
 		fmt.Sprint(created["allow_tools"]) != "[search fetch]" || fmt.Sprint(created["deny_tools"]) != "[]" ||
-		created["created_at"] == nil || created["updated_at"] == nil {
+		created["cost_per_call"] != 0.0 || created["created_at"] == nil || created["updated_at"] == nil {
 		t.Errorf("created %v", created)
 	}
 	checkError(t, record(f.adminJSON(t, "POST", "/v1/mcp-servers", f.admin, body)), 409, "conflict", nil)
@@ -55,18 +55,21 @@ func TestMCPServersAdminAPI(t *testing.T) {
 		{`{"id": "ftp", "url": "ftp://mcp.example.com/"}`, "invalid_request", "url"},
 		{`{"id": "h", "url": "https://mcp.example.com/mcp", "headers": {"Connection": "close-it-now"}}`, "invalid_request", "headers.Connection"},
 		{`{"id": "h", "url": "https://mcp.example.com/mcp", "headers": {"X-Gateway-Api-Key": "` + f.admin + `"}}`, "invalid_request", "headers.X-Gateway-Api-Key"},
+		{`{"id": "c", "url": "https://mcp.example.com/mcp", "cost_per_call": -0.02}`, "invalid_request", "cost_per_call"},
+		{`{"id": "c", "url": "https://mcp.example.com/mcp", "cost_per_call": "0.02"}`, "invalid_request", "cost_per_call"},
 	} {
 		checkError(t, record(f.adminJSON(t, "POST", "/v1/mcp-servers", f.admin, tc.body)), 400, tc.code, tc.param)
 	}
 
 	// PUT: the masked header sent back keeps the stored value (the store holds the token still).
 	replaced := okJSON(t, record(f.adminJSON(t, "PUT", "/v1/mcp-servers/docs", f.admin,
-		`{"url": "https://mcp.example.com/v2", "headers": {"Authorization": "…4b7e"}, "deny_tools": ["drop"]}`)))
+		`{"url": "https://mcp.example.com/v2", "headers": {"Authorization": "…4b7e"}, "deny_tools": ["drop"], "cost_per_call": 0.02}`)))
 	if fmt.Sprint(replaced["headers"]) != "map[Authorization:…4b7e]" || replaced["url"] != "https://mcp.example.com/v2" ||
+		replaced["cost_per_call"] != 0.02 ||
 		fmt.Sprint(replaced["allow_tools"]) != "[]" || fmt.Sprint(replaced["deny_tools"]) != "[drop]" {
 		t.Errorf("replaced %v", replaced)
 	}
-	if srv, err := f.store.MCPServers.Get(f.ws.ID, "docs"); err != nil || srv.Headers["Authorization"] != token {
+	if srv, err := f.store.MCPServers.Get(f.ws.ID, "docs"); err != nil || srv.Headers["Authorization"] != token || srv.CostPerCall != 0.02 {
 		t.Errorf("stored after PUT: %+v, %v", srv, err)
 	}
 	checkError(t, f.adminJSON(t, "PUT", "/v1/mcp-servers/nope", f.admin, `{"url": "https://mcp.example.com/mcp"}`), 404, "not_found", nil)

@@ -18,6 +18,7 @@ type MCPServer struct {
 	Headers     map[string]string // sent to this server only, by canonical name
 	AllowTools  []string          // when not empty, only these tools are offered
 	DenyTools   []string          // never offered
+	CostPerCall float64           // USD that each forwarded tools/call costs the caller's budgets (0: free)
 	Stamps
 }
 
@@ -33,6 +34,7 @@ type mcpServerRecord struct {
 	ID          string   `json:"id"`
 	AllowTools  []string `json:"allow_tools,omitempty"`
 	DenyTools   []string `json:"deny_tools,omitempty"`
+	CostPerCall float64  `json:"cost_per_call,omitempty"`
 	Sealed      []byte   `json:"sealed"` // AES-GCM of mcpServerSecrets, bound to the record's key
 	Stamps
 }
@@ -98,7 +100,7 @@ func (m *MCPServerStore) open(k []byte, rec *mcpServerRecord) (*MCPServer, error
 		return nil, fmt.Errorf("storage: decode MCP server %s: %w", rec.ID, err)
 	}
 	return &MCPServer{ID: rec.ID, WorkspaceID: rec.WorkspaceID, URL: sec.URL, Headers: sec.Headers,
-		AllowTools: rec.AllowTools, DenyTools: rec.DenyTools, Stamps: rec.Stamps}, nil
+		AllowTools: rec.AllowTools, DenyTools: rec.DenyTools, CostPerCall: rec.CostPerCall, Stamps: rec.Stamps}, nil
 }
 
 // Put creates or replaces the server srv.ID of srv.WorkspaceID, keeping its creation time. Writing the same
@@ -116,7 +118,7 @@ func (m *MCPServerStore) Put(srv *MCPServer) (changed bool, err error) {
 	k := key(tableMCPServer, srv.WorkspaceID, srv.ID)
 	now := m.s.now()
 	rec := &mcpServerRecord{WorkspaceID: srv.WorkspaceID, ID: srv.ID, AllowTools: nilIfEmpty(srv.AllowTools),
-		DenyTools: nilIfEmpty(srv.DenyTools), Stamps: Stamps{CreatedAt: now, UpdatedAt: now}}
+		DenyTools: nilIfEmpty(srv.DenyTools), CostPerCall: srv.CostPerCall, Stamps: Stamps{CreatedAt: now, UpdatedAt: now}}
 	sec := mcpServerSecrets{URL: srv.URL, Headers: srv.Headers}
 	if len(sec.Headers) == 0 {
 		sec.Headers = nil
@@ -129,7 +131,7 @@ func (m *MCPServerStore) Put(srv *MCPServer) (changed bool, err error) {
 			return false, err
 		}
 		if prev.URL == sec.URL && maps.Equal(prev.Headers, sec.Headers) && slices.Equal(prev.AllowTools, rec.AllowTools) &&
-			slices.Equal(prev.DenyTools, rec.DenyTools) {
+			slices.Equal(prev.DenyTools, rec.DenyTools) && prev.CostPerCall == rec.CostPerCall {
 			return false, nil
 		}
 		rec.CreatedAt = old.CreatedAt

@@ -182,3 +182,36 @@ func TestMCPServerRemoteChangeForgets(t *testing.T) {
 		t.Errorf("after the announced change: %s", got.URL)
 	}
 }
+
+// TestMCPServerCostPerCall: cost_per_call round-trips through Get and List, a new cost is a change, and a free
+// server's record does not carry the field.
+func TestMCPServerCostPerCall(t *testing.T) {
+	s := openTest(t, nil, nil)
+	ws := newWorkspace(t, s, "cost")
+	free := testMCPServer(ws.ID, "free")
+	if _, err := s.MCPServers.Put(free); err != nil {
+		t.Fatal(err)
+	}
+	if raw, err := s.get(key(tableMCPServer, ws.ID, "free")); err != nil || bytes.Contains(raw, []byte("cost_per_call")) {
+		t.Errorf("a free server's record: %s, %v", raw, err)
+	}
+	paid := testMCPServer(ws.ID, "paid")
+	paid.CostPerCall = 0.02
+	if _, err := s.MCPServers.Put(paid); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := s.MCPServers.Get(ws.ID, "paid"); err != nil || got.CostPerCall != 0.02 {
+		t.Fatalf("Get = %+v, %v", got, err)
+	}
+	if changed, err := s.MCPServers.Put(paid); err != nil || changed {
+		t.Errorf("Put of the same cost = %v, %v", changed, err)
+	}
+	paid.CostPerCall = 0.03
+	if changed, err := s.MCPServers.Put(paid); err != nil || !changed {
+		t.Errorf("Put of a new cost = %v, %v", changed, err)
+	}
+	list, err := s.MCPServers.List(ws.ID)
+	if err != nil || len(list) != 2 || list[0].CostPerCall != 0 || list[1].CostPerCall != 0.03 {
+		t.Fatalf("List = %+v, %v", list, err)
+	}
+}

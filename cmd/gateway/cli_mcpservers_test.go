@@ -11,7 +11,14 @@ func TestCLIMCPServers(t *testing.T) {
 	f := newCLIFixture(t)
 	const token = "Bearer cli-mcp-token-51ab"
 	f.mustRun(t, "mcp-servers", "create", "--id", "docs", "--url", "https://mcp.example.com/mcp",
-		"--headers", `{"Authorization": "`+token+`"}`, "--allow-tools", `["search"]`)
+		"--headers", `{"Authorization": "`+token+`"}`, "--allow-tools", `["search"]`, "--cost-per-call", "0.02")
+	if out := f.mustRun(t, "mcp-servers", "get", "docs", "--json"); !strings.Contains(out, `"cost_per_call":0.02`) {
+		t.Errorf("created with --cost-per-call: %s", out)
+	}
+	if code, _, errOut := f.run(t, "mcp-servers", "create", "--id", "neg", "--url", "https://mcp.example.com/mcp",
+		"--cost-per-call", "-1"); code == 0 || !strings.Contains(errOut, "cost_per_call") {
+		t.Errorf("a negative --cost-per-call: exit %d, %s", code, errOut)
+	}
 	f.mustRun(t, "mcp-servers", "create", "-f", writeTemp(t, "s.json", `{"id": "local", "url": "http://127.0.0.1:9/mcp"}`))
 	out := f.mustRun(t, "mcp-servers", "list")
 	if !strings.Contains(out, "docs") || !strings.Contains(out, "local") || !strings.Contains(out, "51ab") || strings.Contains(out, "cli-mcp-token") {

@@ -112,7 +112,8 @@ func providerFields(withSlug bool) []field {
 func mcpServerFields(withID bool) []field {
 	fs := []field{{"url", kString, "its Streamable HTTP endpoint"},
 		{"headers", kJSON, `headers sent to it (JSON), e.g. {"Authorization": "Bearer ..."}`},
-		{"allow_tools", kJSON, `only these tools (JSON), e.g. ["search"]`}, {"deny_tools", kJSON, `never these tools (JSON)`}}
+		{"allow_tools", kJSON, `only these tools (JSON), e.g. ["search"]`}, {"deny_tools", kJSON, `never these tools (JSON)`},
+		{"cost_per_call", kNumber, "USD each forwarded tool call costs the cost budgets naming mcp_server or tool (default 0)"}}
 	if withID {
 		fs = append([]field{{"id", kString, "the server's ID"}}, fs...)
 	}

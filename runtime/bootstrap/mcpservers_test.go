@@ -9,7 +9,7 @@ import (
 const mcpServersFile = `{"workspaces": [{"slug": "team"}],
  "mcp_servers": [
   {"id": "docs", "url": "https://mcp.example.com/mcp", "headers": {"authorization": "Bearer boot-token-1234"},
-   "allow_tools": ["search"], "deny_tools": ["drop"]},
+   "allow_tools": ["search"], "deny_tools": ["drop"], "cost_per_call": 0.02},
   {"id": "lan", "workspace": "team", "url": "http://192.168.10.5:8080/mcp"}]}`
 
 // TestMCPServersApplied: entries are stored through the plane with canonical header names, and the same file
@@ -29,7 +29,8 @@ func TestMCPServersApplied(t *testing.T) {
 	}
 	def, _ := st.Workspaces.Resolve("default")
 	srv, err := st.MCPServers.Get(def.ID, "docs")
-	if err != nil || srv.Headers["Authorization"] != "Bearer boot-token-1234" || srv.AllowTools[0] != "search" || srv.DenyTools[0] != "drop" {
+	if err != nil || srv.Headers["Authorization"] != "Bearer boot-token-1234" || srv.AllowTools[0] != "search" || srv.DenyTools[0] != "drop" ||
+		srv.CostPerCall != 0.02 {
 		t.Fatalf("docs = %+v, %v", srv, err)
 	}
 	team, _ := st.Workspaces.Resolve("team")
@@ -42,11 +43,13 @@ func TestMCPServersApplied(t *testing.T) {
 // Apply before anything is written, naming the entry's url.
 func TestMCPServersRefusedBeforeAnyWrite(t *testing.T) {
 	_, err := Parse([]byte(`{"mcp_servers": [{"id": "x", "url": "https://m.example.com", "headers": {"Host": "h.example.com"}},
-		{"url": "gopher://m.example.com"}, {"id": "x", "url": "https://m.example.com", "extra": 1}]}`), "")
+		{"url": "gopher://m.example.com"}, {"id": "x", "url": "https://m.example.com", "extra": 1},
+		{"id": "c1", "url": "https://m.example.com", "cost_per_call": -1}, {"id": "c2", "url": "https://m.example.com", "cost_per_call": "1"}]}`), "")
 	ve := validationError(t, err)
 	for _, want := range []struct{ path, word string }{
 		{"mcp_servers[0].headers.Host", "cannot be set"}, {"mcp_servers[1].id", "required"},
 		{"mcp_servers[1].url", "http or https"}, {"mcp_servers[2].extra", "unknown"}, {"mcp_servers[2].id", "duplicate"},
+		{"mcp_servers[3].cost_per_call", "from 0 to 1000"}, {"mcp_servers[4].cost_per_call", "must be a number"},
 	} {
 		if _, ok := findProblem(ve.Problems, want.path, want.word); !ok {
 			t.Errorf("no problem at %s (%s):%s", want.path, want.word, dumpProblems(ve.Problems))

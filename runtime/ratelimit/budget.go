@@ -83,6 +83,8 @@ type BudgetExceeded struct {
 	Limit    float64
 	// Committed is the group's spend plus what running requests hold reserved.
 	Committed float64
+	// ToolCost is the refused tool call's cost (its server's cost_per_call); 0 for a model request.
+	ToolCost float64
 }
 
 func (e *BudgetExceeded) Error() string {
@@ -90,8 +92,12 @@ func (e *BudgetExceeded) Error() string {
 	if e.Type == "tokens" {
 		unit = "tokens"
 	}
-	return fmt.Sprintf("budget exceeded: usage-limit policy %s allows %s %s (spent or reserved: %s)", e.PolicyID,
+	msg := fmt.Sprintf("budget exceeded: usage-limit policy %s allows %s %s (spent or reserved: %s", e.PolicyID,
 		strconv.FormatFloat(e.Limit, 'f', -1, 64), unit, strconv.FormatFloat(e.Committed, 'f', -1, 64))
+	if e.ToolCost > 0 {
+		msg += "; this tool call costs " + strconv.FormatFloat(e.ToolCost, 'f', -1, 64)
+	}
+	return msg + ")"
 }
 
 // Spend is what an answer really used, for Hold.Settle.
@@ -110,11 +116,12 @@ type held struct {
 
 // Hold is one request's reservations. Settle it exactly once; later calls do nothing. A nil Hold holds nothing.
 type Hold struct {
-	b      *Budgets
-	model  string
-	inline [4]held
-	hits   []held
-	done   atomic.Bool
+	b        *Budgets
+	model    string
+	toolCost float64 // what ReserveTool reserved, for SettleTool
+	inline   [4]held
+	hits     []held
+	done     atomic.Bool
 }
 
 type budgetHit = hit[*budgetPolicy, *spend]
@@ -131,10 +138,38 @@ func (b *Budgets) Enforces(workspaceID string) bool {
 // under the groups' locks taken in policy-ID order, so a refused request holds nothing. With no usage-limit
 // policy in the workspace it costs a map read and an atomic load and allocates nothing. A nil Budgets admits
 // everything.
+//
+// A tool call (a.ToolCall) is reserved as ReserveTool reserves one that costs nothing.
 func (b *Budgets) Reserve(a *Attrs) (*Hold, *BudgetExceeded) {
+	return b.reserve(a, false, 0)
+}
+
+// ReserveTool reserves an MCP tool call that costs cost USD (its server's cost_per_call; a negative or NaN
+// cost counts 0) with every matching active usage-limit policy of a's workspace: those that name mcp_server or
+// tool, which are all of type cost. It refuses the call when, for one of them, the group's spend plus what
+// running calls hold reserved has reached credit_limit, or would pass it with this call (within a billionth of
+// the limit, for the rounding of sums of prices): a limit of 0.06 with calls of 0.02 admits exactly three.
+// Checks and reservations happen under the groups' locks as Reserve's do, so concurrent calls never pass the
+// limit on one replica. a is taken as a tool call whether or not a.ToolCall is set. Settle the hold with
+// SettleTool.
+func (b *Budgets) ReserveTool(a *Attrs, cost float64) (*Hold, *BudgetExceeded) {
+	if a != nil && !a.ToolCall {
+		tool := *a
+		tool.ToolCall = true
+		a = &tool
+	}
+	if !(cost > 0) {
+		cost = 0
+	}
+	return b.reserve(a, true, cost)
+}
+
+// reserve is ReserveTool for a tool call of toolCost USD (tool, or a.ToolCall: then free), else Reserve.
+func (b *Budgets) reserve(a *Attrs, tool bool, toolCost float64) (*Hold, *BudgetExceeded) {
 	if b == nil || a == nil || a.WorkspaceID == "" {
 		return nil, nil
 	}
+	tool = tool || a.ToolCall
 	snap := b.workspaces.snapshot(a.WorkspaceID)
 	if len(snap.policies) == 0 {
 		return nil, nil
@@ -149,7 +184,12 @@ func (b *Budgets) Reserve(a *Attrs) (*Hold, *BudgetExceeded) {
 	if len(hits) == 0 {
 		return nil, nil
 	}
-	est := estimate(a.Body)
+	var est reservation
+	if tool {
+		est.cost, est.priced = toolCost, true
+	} else {
+		est = estimate(a.Body)
+	}
 	now := b.now()
 	shared := b.sharedSpend(hits, now)
 	for {
@@ -168,8 +208,10 @@ func (b *Budgets) Reserve(a *Attrs) (*Hold, *BudgetExceeded) {
 		if shared != nil {
 			b.takeShared(h.c, h.p, shared[i], now)
 		}
-		if committed := h.c.spent + h.c.reserved; committed >= h.p.limit {
-			ex := &BudgetExceeded{PolicyID: h.p.sel.id, Type: h.p.typ, Limit: h.p.limit, Committed: committed}
+		committed := h.c.spent + h.c.reserved
+		if committed >= h.p.limit || (tool && !h.p.admitsTool(committed, toolCost)) {
+			ex := &BudgetExceeded{PolicyID: h.p.sel.id, Type: h.p.typ, Limit: h.p.limit, Committed: committed,
+				ToolCost: toolCost}
 			unlockAll(hits)
 			if b.onExceeded != nil {
 				b.onExceeded(ex.PolicyID)
@@ -177,7 +219,7 @@ func (b *Budgets) Reserve(a *Attrs) (*Hold, *BudgetExceeded) {
 			return nil, ex
 		}
 	}
-	hold := &Hold{b: b}
+	hold := &Hold{b: b, toolCost: toolCost}
 	hold.hits = hold.inline[:0]
 	costs := false
 	for i := range hits {
@@ -190,7 +232,7 @@ func (b *Budgets) Reserve(a *Attrs) (*Hold, *BudgetExceeded) {
 		hold.hits = append(hold.hits, held{p: h.p, c: h.c, amount: amount})
 	}
 	unlockAll(hits)
-	if costs {
+	if costs && !tool {
 		hold.model = strings.Clone(est.model)
 		if !est.priced {
 			b.warnUnpriced(hold.model, "reserved 0 USD")
@@ -234,6 +276,20 @@ func (h *Hold) Settle(s *Spend) {
 			b.onAlert(id)
 		}
 	}
+}
+
+// SettleTool settles a hold of ReserveTool: the call's cost counts when it was forwarded to its server (whatever
+// the server answered, or if it died mid-call: the call was made), and nothing when it was not (refused by a
+// guardrail or a rate limit, or the client went away first). As Settle, once; a nil Hold does nothing.
+func (h *Hold) SettleTool(forwarded bool) {
+	if h == nil {
+		return
+	}
+	if !forwarded {
+		h.Settle(nil)
+		return
+	}
+	h.Settle(&Spend{CostUSD: h.toolCost, CostKnown: true})
 }
 
 // settleOne settles one reservation and returns the policy ID when the spend crossed the alert threshold.

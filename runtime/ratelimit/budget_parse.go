@@ -68,6 +68,9 @@ func ReadUsageLimit(o *jsoncheck.Object) *storage.UsageLimitPolicy {
 		pol.Name = &n
 	}
 	pol.Conditions, pol.GroupBy = readSelectors(o)
+	if pol.Type == "tokens" && namesToolKey(pol.Conditions, pol.GroupBy) {
+		o.P.Add(o.At("type"), "%v; use type cost (the server's cost_per_call)", errTokensForTools)
+	}
 	if len(pol.Conditions) > maxSelectors {
 		o.P.Add(o.At("conditions"), "must have at most %d items, not %d", maxSelectors, len(pol.Conditions))
 	}

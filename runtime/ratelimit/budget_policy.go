@@ -48,7 +48,23 @@ func compileBudget(up *storage.UsageLimitPolicy) (*budgetPolicy, error) {
 	if p.sel.conds, p.sel.groups, err = compileSelectors(up.Conditions, up.GroupBy); err != nil {
 		return nil, err
 	}
+	p.sel.tools = p.sel.namesToolKey()
+	if p.sel.tools && p.tokens {
+		return nil, errTokensForTools
+	}
 	return p, nil
+}
+
+// toolSlack is the share of credit_limit by which a tool call's spend may pass it: sums of prices such as 0.02
+// USD are not exact in binary (0.02 + 0.02 + 0.02 > 0.06), and a limit that is a whole number of calls must
+// admit that many.
+const toolSlack = 1e-9
+
+// admitsTool reports whether a tool call that costs cost fits a group that has committed (spent plus
+// reserved): the group is not exhausted, and the call does not take it past the limit.
+func (p *budgetPolicy) admitsTool(committed, cost float64) bool {
+	slack := p.limit * toolSlack
+	return committed < p.limit-slack && committed+cost <= p.limit+slack
 }
 
 // PeriodBounds returns the period of a usage-limit policy's spend that holds t, in Unix seconds: monthly

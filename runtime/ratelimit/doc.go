@@ -1,5 +1,5 @@
-// Package ratelimit enforces the rate-limit policies of workspaces on inference requests, and keeps their
-// counters across restarts in storage's Counters.
+// Package ratelimit enforces the rate-limit policies of workspaces on inference requests and MCP tool calls,
+// and keeps their counters across restarts in storage's Counters.
 //
 // What a policy means:
 //
@@ -9,15 +9,24 @@
 //   - Keys of conditions and group_by: api_key (the gateway API key's ID), workspace_id, provider (the
 //     x-gateway-provider header as sent: "openai", "@slug"), virtual_key (x-gateway-virtual-key), model (the
 //     body's top-level "model", as schema.Body reads it), config (x-gateway-config when it names a saved config; "" for an inline
-//     config) and metadata.<name> (x-gateway-metadata). A request without the attribute has "" for it.
+//     config), metadata.<name> (x-gateway-metadata), mcp_server (the registry ID of a tool call's upstream
+//     server) and tool (the tool's bare name as its server knows it, not the listed "<server>__<tool>"). A
+//     request without the attribute has "" for it.
+//   - Tool calls and model requests are counted apart. A policy whose conditions or group_by name mcp_server or
+//     tool applies to tool calls (Attrs.ToolCall) only; every other policy applies to model requests only, so a
+//     "60 rpm per api_key" policy counts model requests as it always did and tool calls never use it up. For a
+//     tool call api_key, workspace_id and metadata.<name> have their values; provider, virtual_key, model and
+//     config are "". Whether a policy is one of tool calls is compiled with it: matching costs one more bool
+//     comparison. A "tokens" policy cannot name mcp_server or tool (tool calls use no tokens): ReadPolicy and
+//     ReadUsageLimit refuse it at "type", and one found in storage anyway is skipped with a warning.
 //   - A condition holds when the attribute equals its value exactly; a policy applies when all its conditions
 //     hold, so a policy without conditions applies to every request of its workspace.
 //   - group_by gives each distinct value (with several keys, each tuple of values) its own counter; without
 //     group_by the policy has one counter.
-//   - type "requests" counts one per admitted request, refused when count + 1 > value. type "tokens" counts the
-//     usage total_tokens that the caller reports with AddTokens after the answer; since a request cannot know
-//     its cost in advance, it is admitted while the count is below value (refused when count >= value) and its
-//     tokens are added afterwards.
+//   - type "requests" counts one per admitted request or tool call, refused when count + 1 > value. type
+//     "tokens" counts the usage total_tokens that the caller reports with AddTokens after the answer; since a
+//     request cannot know its cost in advance, it is admitted while the count is below value (refused when
+//     count >= value) and its tokens are added afterwards.
 //   - Windows slide: rpm counts the last 60 s, rph the last hour, rpd the last 24 h, each in 60 buckets (1 s, 1
 //     min, 24 min). The count is the sum of the buckets of the last window; usage leaves it bucket by bucket.
 //   - A request goes through only when every matched policy lets it: all are checked before any is counted,
@@ -63,6 +72,14 @@
 //     spend plus what running requests hold reserved already reaches credit_limit; all are checked, under the
 //     groups' locks in policy-ID order, before any reserves, so a refused request holds nothing and concurrent
 //     requests pass a limit by at most one request's reservation.
+//   - A tool call is reserved by ReserveTool with its server's cost_per_call (storage.MCPServer.CostPerCall),
+//     which only policies naming mcp_server or tool (all of type cost) see. Its cost is known in advance, so it is
+//     refused when it would take the group past credit_limit, not only once the limit is reached: spend plus
+//     reservations plus the call's cost must stay within credit_limit, give or take a billionth of it, since
+//     sums of prices are not exact in binary (0.02 + 0.02 + 0.02 > 0.06). A limit of 0.06 with calls of 0.02
+//     admits exactly three, also from concurrent calls. Hold.SettleTool counts the cost when the call was
+//     forwarded to its server and releases it when it was not. With Redis it takes the same path as Reserve
+//     and Settle below (shared spend read in one MGET, settled by INCRBYFLOAT).
 //   - Hold.Settle, once per reservation, removes it and adds the real use (tokens, or the answer's catalogue cost;
 //     0 and a warning once per model when unpriced); nil releases. The first time in a period that a group's
 //     spend reaches alert_threshold it logs a warning and calls OnAlert. A group whose spend reached

@@ -15,6 +15,10 @@ import (
 
 // Attrs are what a request shows the policies. The caller fills them from the authenticated key and the
 // request's headers; the limiter reads Body only when a policy of the workspace needs the model.
+//
+// An MCP tool call sets ToolCall, MCPServer and Tool besides WorkspaceID, APIKey and Metadata, and leaves
+// Provider, VirtualKey, Config and Body empty: only policies that name mcp_server or tool match it, and those
+// never match a model request.
 type Attrs struct {
 	WorkspaceID string
 	APIKey      string            // the gateway API key's ID
@@ -23,6 +27,10 @@ type Attrs struct {
 	Config      string            // x-gateway-config when it is a saved config's ID; "" for an inline config
 	Metadata    map[string]string // x-gateway-metadata
 	Body        *schema.Body      // the request body; its top-level "model" is the model (nil: none)
+
+	ToolCall  bool   // an MCP tools/call rather than a model request
+	MCPServer string // the tool's server: its registry ID
+	Tool      string // the tool's name as its server knows it, without the "<server>__" prefix
 }
 
 // Options configure New.

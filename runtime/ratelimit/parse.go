@@ -58,7 +58,26 @@ func ReadPolicy(o *jsoncheck.Object) *storage.RateLimitPolicy {
 		pol.Name = &n
 	}
 	pol.Conditions, pol.GroupBy = readSelectors(o)
+	if pol.Type == "tokens" && namesToolKey(pol.Conditions, pol.GroupBy) {
+		o.P.Add(o.At("type"), "%v; use type requests", errTokensForTools)
+	}
 	return pol
+}
+
+// namesToolKey reports whether a condition or group_by key is mcp_server or tool, which makes the policy one of
+// tool calls.
+func namesToolKey(conds []storage.PolicyMatch, groups []storage.PolicyGroup) bool {
+	for _, c := range conds {
+		if isToolKey(c.Key) {
+			return true
+		}
+	}
+	for _, g := range groups {
+		if isToolKey(g.Key) {
+			return true
+		}
+	}
+	return false
 }
 
 // readSelectors reads a policy object's "conditions" and "group_by" (never nil), whose keys must be ones the

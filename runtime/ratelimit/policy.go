@@ -1,6 +1,7 @@
 package ratelimit
 
 import (
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/url"
@@ -24,6 +25,8 @@ const (
 	attrModel
 	attrConfig
 	attrMetadata
+	attrMCPServer
+	attrTool
 )
 
 // attr is a compiled condition or group_by key.
@@ -41,8 +44,9 @@ var (
 	Types    = []string{"requests", "tokens"}
 	Units    = []string{"rpm", "rph", "rpd"}
 	Statuses = []string{"active", "archived"}
-	// Keys are the condition and group_by keys besides metadata.<name>.
-	Keys = []string{"api_key", "workspace_id", "provider", "virtual_key", "model", "config"}
+	// Keys are the condition and group_by keys besides metadata.<name>. mcp_server and tool make a policy
+	// apply to MCP tool calls instead of model requests.
+	Keys = []string{"api_key", "workspace_id", "provider", "virtual_key", "model", "config", "mcp_server", "tool"}
 )
 
 // parseAttr compiles a condition or group_by key.
@@ -61,6 +65,10 @@ func parseAttr(key string) (attr, error) {
 		a.kind = attrModel
 	case "config":
 		a.kind = attrConfig
+	case "mcp_server":
+		a.kind = attrMCPServer
+	case "tool":
+		a.kind = attrTool
 	default:
 		name, ok := strings.CutPrefix(key, metadataPrefix)
 		if !ok || name == "" {
@@ -77,6 +85,12 @@ func CheckKey(key string) error {
 	_, err := parseAttr(key)
 	return err
 }
+
+// isToolKey reports whether a condition or group_by key makes its policy apply to tool calls.
+func isToolKey(key string) bool { return key == "mcp_server" || key == "tool" }
+
+// errTokensForTools is why a tokens policy cannot name a tool key; the validators and the enforcers say the same.
+var errTokensForTools = errors.New("a tokens policy cannot match mcp_server or tool: tool calls use no tokens")
 
 // value returns the request's value of the attribute; an attribute the request lacks is "".
 func (at *attr) value(a *Attrs) string {
@@ -98,9 +112,16 @@ func (at *attr) value(a *Attrs) string {
 		return a.Config
 	case attrMetadata:
 		return a.Metadata[at.name]
+	case attrMCPServer:
+		return a.MCPServer
+	case attrTool:
+		return a.Tool
 	}
 	return ""
 }
+
+// forTools reports whether the attribute is one only tool calls have.
+func (at *attr) forTools() bool { return at.kind == attrMCPServer || at.kind == attrTool }
 
 type cond struct {
 	attr
@@ -110,6 +131,7 @@ type cond struct {
 // policy is an active policy compiled for matching.
 type policy struct {
 	id     string
+	tools  bool // names mcp_server or tool: matches tool calls only; else model requests only
 	tokens bool // type tokens: counts usage reported by AddTokens; else one per admitted request
 	typ    string
 	unit   string
@@ -139,7 +161,27 @@ func compilePolicy(rp *storage.RateLimitPolicy) (*policy, error) {
 	if p.conds, p.groups, err = compileSelectors(rp.Conditions, rp.GroupBy); err != nil {
 		return nil, err
 	}
+	p.tools = p.namesToolKey()
+	if p.tools && p.tokens {
+		return nil, errTokensForTools
+	}
 	return p, nil
+}
+
+// namesToolKey reports whether a condition or group_by key of the policy is a tool key, which makes the policy
+// one of tool calls.
+func (p *policy) namesToolKey() bool {
+	for i := range p.conds {
+		if p.conds[i].forTools() {
+			return true
+		}
+	}
+	for i := range p.groups {
+		if p.groups[i].forTools() {
+			return true
+		}
+	}
+	return false
 }
 
 // compileSelectors compiles a policy's conditions and group_by keys, which rate-limit and usage-limit policies
@@ -181,8 +223,12 @@ func (p *policy) keeps(set *counterSet) bool {
 	return set.typ == p.typ && set.unit == p.unit && set.groupSig == p.groupSig()
 }
 
-// matches reports whether every condition holds (no condition: every request).
+// matches reports whether the policy is of the request's kind (a tool call or a model request) and every
+// condition holds (no condition: every request of its kind).
 func (p *policy) matches(a *Attrs) bool {
+	if p.tools != a.ToolCall {
+		return false
+	}
 	for i := range p.conds {
 		c := &p.conds[i]
 		if c.value(a) != c.want {
