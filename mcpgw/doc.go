@@ -9,6 +9,20 @@
 //   - the forwarding of tools/call: the bare tool name and the arguments, byte for byte, go to that server once;
 //     a name that matches no registered server or a filtered tool reaches no server and is a JSON-RPC error
 //     (invalid params), as the SDK answers for its own unknown tools;
+//   - the pass-through of resources and prompts, under the same naming rule: a prompt is "<serverId>__<name>",
+//     a resource's uri and a template's uriTemplate are "<serverId>__<uri>" (so are the uris of the contents
+//     resources/read answers). resources/list, resources/templates/list and prompts/list ask every server (those
+//     that declare the capability) and answer the whole list, without a cursor; resources/read and prompts/get
+//     resolve the prefix as tools/call does (server IDs may hold "__": every split, shortest first) and send the
+//     bare uri or name once. A caller expands a template with the prefix still in front. An unknown uri or name
+//     reaches no server (invalid params). allow_tools and deny_tools are about tools only. resources/subscribe is
+//     not offered;
+//   - the relay of an upstream's notifications during a call: its notifications/progress, when the caller's
+//     tools/call carries _meta.progressToken (the call goes upstream with a token of the gateway's, and the
+//     progress comes back under the caller's), and its notifications/message, when the caller has set a level
+//     (logging/setLevel: the call's upstream session asks for the same level; the logger is renamed
+//     "<serverId>__<logger>"). Closing the upstream session waits for the relay, so that what the server sent
+//     before its result reaches the caller before the result;
 //   - the upstream HTTP client: every connection passes the address policy at dial time (netguard), the
 //     server's stored headers are added to its requests only, and the caller's headers (its gateway key first)
 //     are never forwarded, since upstream requests are built by the SDK's client, not copied from the caller's;
@@ -17,23 +31,31 @@
 //     middleware can attach; Serve therefore hands the SDK a request whose Authorization is a placeholder, after
 //     removing the caller's own credentials, and the verifier reads the workspace from the context.
 //
-// Transport choice. The HTTP front is fiber (fasthttp), whose net/http adaptor buffers a whole response before
-// sending it: an SSE stream would never reach the caller. The handler therefore answers every POST with a single
-// JSON body (StreamableHTTPOptions.JSONResponse), and GET, the optional server-to-client SSE stream, with 405,
-// which the transport allows for servers that do not offer one. Notifications an upstream sends during a call
-// (progress, logs) are not relayed for the same reason. The SDK's DNS-rebinding guard for loopback servers is
-// off: every request carries a gateway key, which a rebinding page cannot forge.
+// Transport choice. A POST is answered with an SSE stream (the SDK's choice whenever JSONResponse is off: even a
+// lone result is one event), which carries a call's notifications before its result; Serve needs a
+// ResponseWriter that flushes, which the HTTP front provides over fasthttp (routes' serveStreaming), since
+// fiber's own adaptor buffers whole answers. GET, the optional standalone server-to-client stream, is answered
+// 405, which the transport allows for servers that do not offer one: nothing is sent outside a call (no
+// list-changed notices, no resource updates, no server-initiated requests). The SDK's DNS-rebinding guard for
+// loopback servers is off: every request carries a gateway key, which a rebinding page cannot forge.
 //
-// Upstream sessions are opened per operation (one for each server on tools/list, one for tools/call) and closed
+// Upstream sessions are opened per operation (one for each server on a list, one for a call, a read or a get), closed
 // after it: nothing upstream outlives a call, a server that dies fails only the calls in flight on it, and the
 // registry's changes apply to the next call. Cancellation: the caller's notifications/cancelled cancels the
 // handler's context (the SDK), which cancels the upstream call, whose client sends its own notifications/cancelled.
+// The SDK runs a session's calls on contexts of the session's, detached from the HTTP request that carried them:
+// the gateway ties each call to its request's context as well, so that a caller that drops its connection
+// (which ends the request's context) cancels its calls the same way, and Close, which ends every request's
+// context, ends them all.
 //
-// Bounds: MaxServers servers per workspace are listed, MaxToolsPerServer tools each; connecting and listing take
-// at most UpstreamTimeout; a call at most Options.CallTimeout; a message from an upstream at most MaxMessageBytes;
-// an idle session is closed after Options.SessionTimeout, and a workspace holds at most Options.SessionsPerWorkspace sessions (429 past it).
+// Bounds: MaxServers servers per workspace are listed, MaxToolsPerServer tools each and MaxListedPerServer
+// resources, templates or prompts each (following the server's cursors); connecting and listing take at most
+// UpstreamTimeout; a call, a read or a get at most Options.CallTimeout; a message from an upstream at most
+// MaxMessageBytes; at most MaxRelayedPerCall notifications of a call are relayed (the rest dropped, logged once);
+// an idle session is closed after Options.SessionTimeout, and a workspace holds at most
+// Options.SessionsPerWorkspace sessions (429 past it).
 //
 // Not here yet (the rest of issue 22, next session): tool hooks and guardrails (before_tool_call,
 // after_tool_call), rate limits and budgets on tools, request-log entries and the gateway_tool_calls_total
-// metric, and the pass-through of resources/* and prompts/*.
+// metric.
 package mcpgw

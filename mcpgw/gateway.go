@@ -1,5 +1,7 @@
 package mcpgw
 
+//lint:file-ignore SA1019 the SDK deprecates MCP logging from protocol 2026-07-28 on; issue 22 asks for it to be relayed meanwhile
+
 import (
 	"context"
 	"errors"
@@ -22,6 +24,12 @@ const (
 	MaxServers = 64
 	// MaxToolsPerServer bounds the tools taken from one server's list.
 	MaxToolsPerServer = 1000
+	// MaxListedPerServer bounds the resources, resource templates or prompts taken from one server's list,
+	// following its cursors.
+	MaxListedPerServer = 1000
+	// MaxRelayedPerCall bounds the notifications (progress, log messages) of one upstream call relayed to the
+	// caller; the rest are dropped.
+	MaxRelayedPerCall = 1000
 	// UpstreamTimeout bounds connecting to a server (its initialize handshake) and listing its tools.
 	UpstreamTimeout = 10 * time.Second
 	// MaxMessageBytes bounds a response body or server-sent event from an upstream server.
@@ -29,7 +37,8 @@ const (
 	// MaxRequestBytes bounds a caller's request body.
 	MaxRequestBytes = 4 << 20
 
-	// toolSeparator joins a server's id and its tool's name in the aggregated list.
+	// toolSeparator joins a server's id and its tool's, prompt's or resource's name (a resource's URI) in the
+	// aggregated lists.
 	toolSeparator = "__"
 )
 
@@ -73,9 +82,15 @@ type Gateway struct {
 	server      *mcp.Server  // its sessions are the live ones
 	intercept   Interceptor
 
+	// base is the parent of every request's context: Close cancels it. The SDK detaches its sessions from the
+	// requests' contexts, so the calls of a session are tied to their request's instead (aggregate).
+	base context.Context
+	stop context.CancelFunc
+
 	sessionsPerWorkspace int
 	sessionsMu           sync.Mutex
-	sessions             map[string]string // session ID → workspace, of the sessions this Gateway opened
+	sessions             map[string]string           // session ID → workspace, of the sessions this Gateway opened
+	logLevels            map[string]mcp.LoggingLevel // session ID → the level its caller set (logging/setLevel)
 }
 
 // New builds the endpoint over the registry.
@@ -99,16 +114,22 @@ func New(registry Registry, opts Options) *Gateway {
 		opts.SessionsPerWorkspace = DefaultSessionsPerWorkspace
 	}
 	g := &Gateway{registry: registry, log: opts.Logger, transport: opts.Transport, callTimeout: opts.CallTimeout,
-		sessionsPerWorkspace: opts.SessionsPerWorkspace, sessions: map[string]string{}, intercept: opts.Intercept}
-	// The tools capability is declared: the tools are the upstreams', answered by the middleware, never
-	// registered with the server. No list-changed notices: nothing is streamed to the caller (doc.go).
+		sessionsPerWorkspace: opts.SessionsPerWorkspace, sessions: map[string]string{}, intercept: opts.Intercept,
+		logLevels: map[string]mcp.LoggingLevel{}}
+	g.base, g.stop = context.WithCancel(context.Background())
+	// The capabilities are declared: the tools, resources and prompts are the upstreams', answered by the
+	// middleware, never registered with the server; logging is the upstreams' messages, relayed during a call.
+	// No list-changed notices and no subscriptions: there is no standalone stream to send them on (doc.go).
 	server := mcp.NewServer(&mcp.Implementation{Name: "gateway", Title: "LLM gateway MCP endpoint", Version: "1"},
-		&mcp.ServerOptions{Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{}}, Logger: opts.Logger})
+		&mcp.ServerOptions{Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{},
+			Resources: &mcp.ResourceCapabilities{}, Prompts: &mcp.PromptCapabilities{}, Logging: &mcp.LoggingCapabilities{}},
+			Logger: opts.Logger})
 	server.AddReceivingMiddleware(g.aggregate)
 	g.server = server
 	streamable := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return server },
 		&mcp.StreamableHTTPOptions{
-			JSONResponse:               true, // see doc.go: the HTTP front cannot stream
+			// An answer is an event stream, so that a call's notifications reach the caller before its result.
+			JSONResponse:               false,
 			SessionTimeout:             opts.SessionTimeout,
 			DisableLocalhostProtection: true, // see doc.go: every request carries a gateway key
 			MaxRequestBodyBytes:        MaxRequestBytes,
@@ -138,32 +159,46 @@ type Caller struct {
 const placeholderBearer = "Bearer authenticated-by-gateway"
 
 // verifyWorkspace makes the workspace the session's user, so that the SDK refuses another workspace's request
-// naming the session, and hands the request's Caller to its handlers.
+// naming the session, and hands the request's Caller and context to its handlers. The TokenInfo is made for
+// each HTTP request and travels with its messages only, which is what makes it the carrier of both.
 func verifyWorkspace(ctx context.Context, _ string, _ *http.Request) (*auth.TokenInfo, error) {
 	caller, _ := ctx.Value(callerKey{}).(*Caller)
 	if caller == nil || caller.WorkspaceID == "" {
 		return nil, fmt.Errorf("%w: no workspace", auth.ErrInvalidToken)
 	}
-	return &auth.TokenInfo{UserID: caller.WorkspaceID, Extra: map[string]any{callerExtra: caller}}, nil
+	return &auth.TokenInfo{UserID: caller.WorkspaceID, Extra: map[string]any{callerExtra: caller, requestExtra: ctx}}, nil
 }
 
-// callerExtra is the TokenInfo.Extra key of the request's *Caller.
-const callerExtra = "gateway.caller"
+const (
+	// callerExtra is the TokenInfo.Extra key of the request's *Caller.
+	callerExtra = "gateway.caller"
+	// requestExtra is the TokenInfo.Extra key of the HTTP request's context (Serve's).
+	requestExtra = "gateway.request"
+)
 
-// Serve answers an MCP request of a caller authenticated by the HTTP front.
+// Serve answers an MCP request of a caller authenticated by the HTTP front. An answer that is an event stream
+// needs w to be an http.Flusher for its events to leave before its end. The request ends early when r's
+// context does (the caller went away) or when Close is called.
 func (g *Gateway) Serve(w http.ResponseWriter, r *http.Request, caller *Caller) {
 	workspaceID := caller.WorkspaceID
+	if g.base.Err() != nil {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusServiceUnavailable)
+		fmt.Fprint(w, `{"error":{"message":"the MCP endpoint is shutting down","type":"server_error","code":"shutting_down","param":null}}`)
+		return
+	}
 	if r.Method == http.MethodGet {
 		// The optional server-to-client stream is not offered (doc.go).
 		w.Header().Set("Allow", "POST, DELETE")
 		http.Error(w, "this endpoint offers no server-sent event stream: send requests with POST", http.StatusMethodNotAllowed)
 		return
 	}
-	// A fresh context: the request's own may be the HTTP front's, recycled once the answer is written, and
-	// the SDK keeps the first request's context values for the session's life.
-	ctx, cancel := context.WithTimeout(context.WithValue(context.Background(), callerKey{}, caller),
-		g.callTimeout+UpstreamTimeout)
+	// A context of the Gateway's, not the request's: the SDK keeps the first request's context values for the
+	// session's life, and the front's context may be recycled once the answer is written. It ends with the
+	// request's all the same, so that a caller gone cancels the calls it made.
+	ctx, cancel := context.WithTimeout(context.WithValue(g.base, callerKey{}, caller), g.callTimeout+UpstreamTimeout)
 	defer cancel()
+	defer context.AfterFunc(r.Context(), cancel)()
 	r = r.Clone(ctx)
 	for name := range r.Header {
 		if strings.HasPrefix(name, "X-Gateway-") || strings.HasPrefix(name, "X-Portkey-") {
@@ -184,13 +219,49 @@ func (g *Gateway) Serve(w http.ResponseWriter, r *http.Request, caller *Caller) 
 			g.sessionsPerWorkspace)
 		return
 	}
-	g.handler.ServeHTTP(w, r)
-	if id := w.Header().Get("Mcp-Session-Id"); id != "" {
+	// The session counts from its answer's headers on: the caller may open another as soon as it has read
+	// them, before the stream ends.
+	g.handler.ServeHTTP(&sessionOpening{ResponseWriter: w, opened: func(id string) {
 		g.sessionsMu.Lock()
 		g.sessions[id] = workspaceID
 		g.sessionsMu.Unlock()
+	}}, r)
+}
+
+// sessionOpening tells opened the ID of the session an answer opens, when the answer's headers are written.
+type sessionOpening struct {
+	http.ResponseWriter
+	opened func(id string)
+	noted  bool
+}
+
+func (s *sessionOpening) note() {
+	if !s.noted {
+		s.noted = true
+		if id := s.Header().Get("Mcp-Session-Id"); id != "" {
+			s.opened(id)
+		}
 	}
 }
+
+func (s *sessionOpening) WriteHeader(status int) {
+	s.note()
+	s.ResponseWriter.WriteHeader(status)
+}
+
+func (s *sessionOpening) Write(p []byte) (int, error) {
+	s.note()
+	return s.ResponseWriter.Write(p)
+}
+
+func (s *sessionOpening) Flush() { s.FlushError() }
+
+func (s *sessionOpening) FlushError() error {
+	s.note()
+	return http.NewResponseController(s.ResponseWriter).Flush()
+}
+
+func (s *sessionOpening) Unwrap() http.ResponseWriter { return s.ResponseWriter }
 
 // openSessions counts the workspace's live sessions, forgetting those the SDK has closed (deleted or idle).
 func (g *Gateway) openSessions(workspaceID string) int {
@@ -205,6 +276,7 @@ func (g *Gateway) openSessions(workspaceID string) int {
 		switch {
 		case !live[id]:
 			delete(g.sessions, id)
+			delete(g.logLevels, id)
 		case ws == workspaceID:
 			n++
 		}
@@ -212,11 +284,29 @@ func (g *Gateway) openSessions(workspaceID string) int {
 	return n
 }
 
-// aggregate answers tools/list and tools/call from the upstream servers; every other method is the SDK's.
+// Close ends every request being served, and the calls their sessions run, and refuses the requests that come
+// after it (503). It closes the sessions in the background: each waits for its calls to return, which they do
+// once their upstream has been told of the cancellation. Close is idempotent.
+func (g *Gateway) Close() {
+	g.stop()
+	for ss := range g.server.Sessions() {
+		go ss.Close()
+	}
+}
+
+// aggregate answers tools/*, resources/* and prompts/* from the upstream servers, and notes the log level a
+// caller sets; every other method is the SDK's.
 func (g *Gateway) aggregate(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 		switch method {
-		case "tools/list", "tools/call":
+		case "tools/list", "tools/call", "resources/list", "resources/templates/list", "resources/read",
+			"prompts/list", "prompts/get":
+		case "logging/setLevel":
+			res, err := next(ctx, method, req)
+			if params, ok := req.GetParams().(*mcp.SetLoggingLevelParams); ok && err == nil && params != nil {
+				g.setLogLevel(req.GetSession().ID(), params.Level)
+			}
+			return res, err
 		default:
 			return next(ctx, method, req)
 		}
@@ -224,22 +314,66 @@ func (g *Gateway) aggregate(next mcp.MethodHandler) mcp.MethodHandler {
 		if caller == nil {
 			return nil, errors.New("mcpgw: request without a workspace")
 		}
-		if method == "tools/list" {
+		// The SDK runs a session's calls on contexts of the session's: without the request's, a call whose
+		// caller has gone (or a Close) would run on to its timeout.
+		if request, _ := tokenExtra(req)[requestExtra].(context.Context); request != nil {
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithCancel(ctx)
+			defer cancel()
+			defer context.AfterFunc(request, cancel)()
+		}
+		switch req := req.(type) {
+		case *mcp.ListToolsRequest:
 			return g.listTools(ctx, caller.WorkspaceID)
+		case *mcp.CallToolRequest:
+			if req.Params == nil {
+				return nil, invalidParams("tools/call without params")
+			}
+			return g.callTool(ctx, caller, req)
+		case *mcp.ListResourcesRequest:
+			return g.listResources(ctx, caller.WorkspaceID)
+		case *mcp.ListResourceTemplatesRequest:
+			return g.listResourceTemplates(ctx, caller.WorkspaceID)
+		case *mcp.ReadResourceRequest:
+			return g.readResource(ctx, caller.WorkspaceID, req.Params)
+		case *mcp.ListPromptsRequest:
+			return g.listPrompts(ctx, caller.WorkspaceID)
+		case *mcp.GetPromptRequest:
+			return g.getPrompt(ctx, caller.WorkspaceID, req.Params)
 		}
-		call, ok := req.(*mcp.CallToolRequest)
-		if !ok || call.Params == nil {
-			return nil, invalidParams("tools/call without params")
-		}
-		return g.callTool(ctx, caller, call)
+		return nil, invalidParams(method + " with malformed params")
 	}
+}
+
+// tokenExtra is the request's TokenInfo.Extra (verifyWorkspace), nil when it has none.
+func tokenExtra(req mcp.Request) map[string]any {
+	if extra := req.GetExtra(); extra != nil && extra.TokenInfo != nil {
+		return extra.TokenInfo.Extra
+	}
+	return nil
 }
 
 // callerOf is the Caller of the request (verifyWorkspace), nil when it has none.
 func callerOf(req mcp.Request) *Caller {
-	if extra := req.GetExtra(); extra != nil && extra.TokenInfo != nil {
-		c, _ := extra.TokenInfo.Extra[callerExtra].(*Caller)
-		return c
+	c, _ := tokenExtra(req)[callerExtra].(*Caller)
+	return c
+}
+
+// setLogLevel notes the level a session's caller asked for: its upstream calls ask their server for the same.
+func (g *Gateway) setLogLevel(sessionID string, level mcp.LoggingLevel) {
+	if sessionID == "" {
+		return
 	}
-	return nil
+	g.sessionsMu.Lock()
+	defer g.sessionsMu.Unlock()
+	if _, ok := g.sessions[sessionID]; ok { // a session of this Gateway: forgotten with it (openSessions)
+		g.logLevels[sessionID] = level
+	}
+}
+
+// logLevel is the level the session's caller set, "" for none.
+func (g *Gateway) logLevel(sessionID string) mcp.LoggingLevel {
+	g.sessionsMu.Lock()
+	defer g.sessionsMu.Unlock()
+	return g.logLevels[sessionID]
 }

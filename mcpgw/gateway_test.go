@@ -63,6 +63,8 @@ type upstream struct {
 	headers []http.Header     // every HTTP request's
 	calls   []string          // tools/call names
 	args    []json.RawMessage // tools/call arguments
+
+	deletes chan struct{} // a value for each DELETE (a session closed by the gateway), when there is room
 }
 
 func (u *upstream) callCount() int {
@@ -74,7 +76,7 @@ func (u *upstream) callCount() int {
 // newUpstream serves tools that echo their name and arguments; handlers may replace a tool's behaviour.
 func newUpstream(t *testing.T, tools []string, handlers map[string]mcp.ToolHandler) *upstream {
 	t.Helper()
-	u := &upstream{}
+	u := &upstream{deletes: make(chan struct{}, 64)}
 	server := mcp.NewServer(&mcp.Implementation{Name: "upstream", Version: "1"}, nil)
 	for _, name := range tools {
 		server.AddTool(&mcp.Tool{Name: name, InputSchema: json.RawMessage(`{"type":"object"}`)},
@@ -95,6 +97,12 @@ func newUpstream(t *testing.T, tools []string, handlers map[string]mcp.ToolHandl
 		u.headers = append(u.headers, r.Header.Clone())
 		u.mu.Unlock()
 		h.ServeHTTP(w, r)
+		if r.Method == http.MethodDelete {
+			select {
+			case u.deletes <- struct{}{}:
+			default:
+			}
+		}
 	}))
 	t.Cleanup(u.srv.Close)
 	return u

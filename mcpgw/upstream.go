@@ -1,5 +1,7 @@
 package mcpgw
 
+//lint:file-ignore SA1019 the SDK deprecates MCP logging from protocol 2026-07-28 on; issue 22 asks for it to be relayed meanwhile
+
 import (
 	"bytes"
 	"context"
@@ -7,10 +9,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"iter"
 	"net/http"
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -97,15 +101,20 @@ func (b *boundedBody) Read(p []byte) (int, error) {
 }
 
 // connect opens an MCP session with srv; ctx bounds the handshake only. cancelSent yields once the session
-// has delivered a notifications/cancelled.
-func (g *Gateway) connect(ctx context.Context, srv *storage.MCPServer) (session *mcp.ClientSession, cancelSent <-chan struct{}, err error) {
-	client := mcp.NewClient(&mcp.Implementation{Name: "gateway", Version: "1"}, &mcp.ClientOptions{Logger: g.log})
+// has delivered a notifications/cancelled. The server's notifications go to relay (nil: dropped).
+func (g *Gateway) connect(ctx context.Context, srv *storage.MCPServer, relay *relay) (session *mcp.ClientSession, cancelSent <-chan struct{}, err error) {
+	opts := &mcp.ClientOptions{Logger: g.log}
+	if relay != nil {
+		opts.ProgressNotificationHandler = relay.progress
+		opts.LoggingMessageHandler = relay.message
+	}
+	client := mcp.NewClient(&mcp.Implementation{Name: "gateway", Version: "1"}, opts)
 	headers := &serverHeaders{base: g.transport, headers: srv.Headers, cancelSent: make(chan struct{}, 1)}
 	transport := &mcp.StreamableClientTransport{
 		Endpoint:             srv.URL,
 		HTTPClient:           &http.Client{Transport: headers},
 		MaxRetries:           -1,   // a session lives for one operation: a lost stream is that operation's error
-		DisableStandaloneSSE: true, // nothing the server would send unasked is relayed (doc.go)
+		DisableStandaloneSSE: true, // what a server sends outside a call has no call to be relayed with (doc.go)
 		MaxEventSize:         MaxMessageBytes,
 	}
 	ctx, cancel := context.WithTimeout(ctx, UpstreamTimeout)
@@ -124,67 +133,95 @@ func offered(srv *storage.MCPServer, tool string) bool {
 
 // listTools asks every server of the workspace at once; a server that fails is left out of the list.
 func (g *Gateway) listTools(ctx context.Context, workspaceID string) (*mcp.ListToolsResult, error) {
+	tools, err := fromEachServer(ctx, g, workspaceID, "tools/list", func(ctx context.Context, srv *storage.MCPServer, session *mcp.ClientSession) ([]*mcp.Tool, error) {
+		return take(g, srv, "tools", MaxToolsPerServer, session.Tools(ctx, nil), func(tool *mcp.Tool) *mcp.Tool {
+			if !offered(srv, tool.Name) {
+				return nil
+			}
+			renamed := *tool
+			renamed.Name = srv.ID + toolSeparator + tool.Name
+			return &renamed
+		})
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &mcp.ListToolsResult{Tools: tools}, nil
+}
+
+// fromEachServer asks every server of the workspace at once (the first MaxServers), each over a session of
+// its own opened and listed within UpstreamTimeout, and joins their answers in the registry's order; a server
+// that fails is left out (and logged). The answer is never nil.
+func fromEachServer[T any](ctx context.Context, g *Gateway, workspaceID, method string,
+	list func(context.Context, *storage.MCPServer, *mcp.ClientSession) ([]T, error)) ([]T, error) {
 	servers, err := g.registry.List(workspaceID)
 	if err != nil {
 		return nil, fmt.Errorf("mcpgw: list servers: %w", err)
 	}
 	if len(servers) > MaxServers {
-		g.log.Warn("MCP servers past the limit left out of tools/list", "workspace_id", workspaceID,
+		g.log.Warn("MCP servers past the limit left out of "+method, "workspace_id", workspaceID,
 			"servers", len(servers), "limit", MaxServers)
 		servers = servers[:MaxServers]
 	}
-	perServer := make([][]*mcp.Tool, len(servers))
+	perServer := make([][]T, len(servers))
 	var wg sync.WaitGroup
 	for i, srv := range servers {
 		wg.Go(func() {
-			tools, err := g.serverTools(ctx, srv)
+			ctx, cancel := context.WithTimeout(ctx, UpstreamTimeout)
+			defer cancel()
+			session, _, err := g.connect(ctx, srv, nil)
+			if err == nil {
+				perServer[i], err = list(ctx, srv, session)
+				session.Close()
+			}
 			if err != nil {
-				g.log.Warn("MCP server left out of tools/list", "workspace_id", workspaceID, "mcp_server", srv.ID,
+				perServer[i] = nil
+				g.log.Warn("MCP server left out of "+method, "workspace_id", workspaceID, "mcp_server", srv.ID,
 					"err", netguard.RedactError(err))
 			}
-			perServer[i] = tools
 		})
 	}
 	wg.Wait()
-	out := &mcp.ListToolsResult{Tools: []*mcp.Tool{}}
-	for _, tools := range perServer {
-		out.Tools = append(out.Tools, tools...)
+	out := []T{}
+	for _, items := range perServer {
+		out = append(out, items...)
 	}
 	return out, nil
 }
 
-// serverTools is srv's offered tools, renamed "<serverId>__<tool>".
-func (g *Gateway) serverTools(ctx context.Context, srv *storage.MCPServer) ([]*mcp.Tool, error) {
-	ctx, cancel := context.WithTimeout(ctx, UpstreamTimeout)
-	defer cancel()
-	session, _, err := g.connect(ctx, srv)
-	if err != nil {
-		return nil, err
-	}
-	defer session.Close()
-	var tools []*mcp.Tool
+// take reads up to limit items of a server's list, following its cursors, each through rename (which drops
+// an item by answering nil).
+func take[T comparable](g *Gateway, srv *storage.MCPServer, what string, limit int, items iter.Seq2[T, error], rename func(T) T) ([]T, error) {
+	var out []T
+	var none T
 	seen := 0
-	for tool, err := range session.Tools(ctx, nil) {
+	for item, err := range items {
 		if err != nil {
 			return nil, err
 		}
-		if seen++; seen > MaxToolsPerServer {
-			g.log.Warn("MCP server tools past the limit left out", "mcp_server", srv.ID, "limit", MaxToolsPerServer)
+		if seen++; seen > limit {
+			g.log.Warn("MCP server "+what+" past the limit left out", "mcp_server", srv.ID, "limit", limit)
 			break
 		}
-		if tool == nil || !offered(srv, tool.Name) {
+		if item == none {
 			continue
 		}
-		renamed := *tool
-		renamed.Name = srv.ID + toolSeparator + tool.Name
-		tools = append(tools, &renamed)
+		if item = rename(item); item != none {
+			out = append(out, item)
+		}
 	}
-	return tools, nil
+	return out, nil
 }
 
-// resolve finds the server and bare tool a prefixed name stands for. Server IDs may hold the separator
-// themselves, so every split is tried, shortest server ID first.
+// resolve finds the server and bare tool a prefixed name stands for, among the tools the servers offer.
 func (g *Gateway) resolve(workspaceID, name string) (*storage.MCPServer, string, error) {
+	return g.resolvePrefixed(workspaceID, name, offered)
+}
+
+// resolvePrefixed finds the server and bare name a prefixed name (or URI) stands for, a bare name that accept
+// lets through. Server IDs may hold the separator themselves, so every split is tried, shortest server ID
+// first. An unknown name is a nil server.
+func (g *Gateway) resolvePrefixed(workspaceID, name string, accept func(srv *storage.MCPServer, bare string) bool) (*storage.MCPServer, string, error) {
 	for i := 0; ; {
 		at := strings.Index(name[i:], toolSeparator)
 		if at < 0 {
@@ -194,8 +231,8 @@ func (g *Gateway) resolve(workspaceID, name string) (*storage.MCPServer, string,
 		srv, err := g.registry.Get(workspaceID, name[:at])
 		switch {
 		case err == nil:
-			if tool := name[at+len(toolSeparator):]; tool != "" && offered(srv, tool) {
-				return srv, tool, nil
+			if bare := name[at+len(toolSeparator):]; bare != "" && accept(srv, bare) {
+				return srv, bare, nil
 			}
 		case !errors.Is(err, storage.ErrNotFound):
 			return nil, "", err
@@ -204,12 +241,70 @@ func (g *Gateway) resolve(workspaceID, name string) (*storage.MCPServer, string,
 	}
 }
 
+// upstreamProgressToken is the progress token of every call forwarded for a caller that asked for progress:
+// a call has its session to itself, so the token needs no uniqueness.
+const upstreamProgressToken = "gateway"
+
+// relay passes the notifications an upstream sends during one call on to the caller's session: progress
+// under the caller's token, log messages under the caller's level. At most MaxRelayedPerCall are relayed.
+// Closing the upstream session waits for its handlers, so that every notification the server sent before its
+// result reaches the caller before the result does.
+type relay struct {
+	progress func(context.Context, *mcp.ProgressNotificationClientRequest)
+	message  func(context.Context, *mcp.LoggingMessageRequest)
+}
+
+// newRelay relays to the session of the caller's request, whose context ctx is: the SDK sends a notification
+// made under it on that request's stream.
+func (g *Gateway) newRelay(ctx context.Context, req *mcp.CallToolRequest, srv *storage.MCPServer) *relay {
+	caller := req.Session
+	if caller == nil {
+		return nil
+	}
+	var callerToken any
+	if req.Params != nil {
+		callerToken = req.Params.GetProgressToken()
+	}
+	var relayed atomic.Int64
+	take := func(kind string) bool {
+		n := relayed.Add(1)
+		if n == MaxRelayedPerCall+1 {
+			g.log.Warn("MCP notifications past the limit dropped", "mcp_server", srv.ID, "kind", kind,
+				"limit", MaxRelayedPerCall)
+		}
+		return n <= MaxRelayedPerCall
+	}
+	return &relay{
+		progress: func(_ context.Context, n *mcp.ProgressNotificationClientRequest) {
+			// Only this call's progress, and only to a caller that asked for it.
+			if token, _ := n.Params.ProgressToken.(string); callerToken == nil || token != upstreamProgressToken || !take("progress") {
+				return
+			}
+			caller.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: callerToken,
+				Progress: n.Params.Progress, Total: n.Params.Total, Message: n.Params.Message})
+		},
+		message: func(_ context.Context, n *mcp.LoggingMessageRequest) {
+			if !take("log") {
+				return
+			}
+			// Named after the server, as its tools are: the caller's session hears from every server.
+			logger := srv.ID
+			if n.Params.Logger != "" {
+				logger += toolSeparator + n.Params.Logger
+			}
+			caller.Log(ctx, &mcp.LoggingMessageParams{Level: n.Params.Level, Logger: logger, Data: n.Params.Data})
+		},
+	}
+}
+
 // forward sends the call to its server, once. A failure of the server (unreachable, gone mid-call) is the
-// call's tool error; an error the server answers is passed on as it is.
-func (g *Gateway) forward(ctx context.Context, srv *storage.MCPServer, tool, name string, arguments json.RawMessage) (*mcp.CallToolResult, error) {
+// call's tool error; an error the server answers is passed on as it is. The server's progress (when the
+// caller asked for it) and log messages (at the level the caller set) are relayed to the caller.
+func (g *Gateway) forward(ctx context.Context, req *mcp.CallToolRequest, srv *storage.MCPServer, tool string, arguments json.RawMessage) (*mcp.CallToolResult, error) {
+	name := req.Params.Name
 	ctx, cancel := context.WithTimeout(ctx, g.callTimeout)
 	defer cancel()
-	session, cancelSent, err := g.connect(ctx, srv)
+	session, cancelSent, err := g.connect(ctx, srv, g.newRelay(ctx, req, srv))
 	if err != nil {
 		return g.upstreamFailed(ctx, srv, name, err)
 	}
@@ -218,6 +313,10 @@ func (g *Gateway) forward(ctx context.Context, srv *storage.MCPServer, tool, nam
 	if len(arguments) > 0 {
 		call.Arguments = arguments // the same JSON value (compacted, as any encoder does)
 	}
+	if req.Params.GetProgressToken() != nil {
+		call.SetProgressToken(upstreamProgressToken)
+	}
+	g.askLogLevel(ctx, req, srv, session)
 	res, err := session.CallTool(ctx, call)
 	if err != nil && ctx.Err() != nil {
 		// The caller cancelled (or the call timed out): the server hears of it before the session closes.
@@ -242,8 +341,23 @@ func (g *Gateway) upstreamFailed(ctx context.Context, srv *storage.MCPServer, na
 	}
 	err = netguard.RedactError(err)
 	g.log.Warn("MCP tool call failed upstream", "mcp_server", srv.ID, "tool", name, "err", err)
-	return &mcp.CallToolResult{IsError: true,
-		Content: []mcp.Content{&mcp.TextContent{Text: fmt.Sprintf("MCP server %s failed: %v", srv.ID, err)}}}, nil
+	return nil, &UpstreamError{Server: srv.ID, Err: err}
+}
+
+// askLogLevel asks the server for log messages at the level the caller set, when it set one and the server
+// offers them: without a level, a server sends none.
+func (g *Gateway) askLogLevel(ctx context.Context, req *mcp.CallToolRequest, srv *storage.MCPServer, session *mcp.ClientSession) {
+	if req.Session == nil {
+		return
+	}
+	level := g.logLevel(req.Session.ID())
+	if init := session.InitializeResult(); level == "" || init == nil || init.Capabilities == nil || init.Capabilities.Logging == nil {
+		return
+	}
+	if err := session.SetLoggingLevel(ctx, &mcp.SetLoggingLevelParams{Level: level}); err != nil {
+		g.log.Info("MCP server refused a log level: its messages are not relayed", "mcp_server", srv.ID,
+			"err", netguard.RedactError(err))
+	}
 }
 
 func invalidParams(message string) error {

@@ -5,14 +5,13 @@ import (
 	"strings"
 
 	"github.com/gofiber/fiber/v2"
-	"github.com/gofiber/fiber/v2/middleware/adaptor"
 
 	"github.com/llmgw/gateway/mcpgw"
 	"github.com/llmgw/gateway/runtime/gwerr"
 )
 
-// mcpRoutes serves /mcp, the MCP endpoint (package mcpgw), to callers with a gateway key. The adaptor buffers
-// the whole answer, which mcpgw allows for: it answers in JSON, never with an event stream.
+// mcpRoutes serves /mcp, the MCP endpoint (package mcpgw), to callers with a gateway key. Its answers are
+// event streams, relayed as they are written (serveStreaming), not buffered as fiber's adaptor would.
 func (s *Server) mcpRoutes() {
 	s.app.All("/mcp", s.authenticateMCP, func(c *fiber.Ctx) error {
 		key := callerKey(c)
@@ -22,9 +21,9 @@ func (s *Server) mcpRoutes() {
 		}
 		caller := &mcpgw.Caller{WorkspaceID: key.WorkspaceID, APIKeyID: key.ID, Metadata: metadata,
 			Config: configTexts.intern(strings.TrimSpace(c.Get(HeaderConfig))), TraceID: ensureTraceID(c)}
-		return adaptor.HTTPHandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		return s.serveStreaming(c, func(w http.ResponseWriter, r *http.Request) { // mcpstream.go
 			s.mcp.Serve(w, r, caller)
-		})(c)
+		})
 	})
 }
 
