@@ -24,6 +24,8 @@ type LogFilter struct {
 	Status   int // 0: any; else 100 to 599
 	Provider string
 	Model    string
+	// Tool and MCPServer pick tool calls (entries of /mcp) by bare tool name and server ID.
+	Tool, MCPServer string
 	// From and To bound created_at, both included (Unix seconds; zero: unbounded).
 	From, To time.Time
 	Metadata map[string]string // each must match
@@ -56,7 +58,7 @@ func (p *Plane) ListLogs(_ context.Context, caller Caller, f LogFilter) (*LogPag
 
 func (p *Plane) logQuery(caller Caller, f LogFilter) (storage.LogQuery, error) {
 	q := storage.LogQuery{WorkspaceID: caller.WorkspaceID, TraceID: f.TraceID, Status: f.Status, Provider: f.Provider,
-		Model: f.Model, From: f.From, To: f.To, Metadata: f.Metadata, After: f.After, Limit: f.Limit}
+		Model: f.Model, Tool: f.Tool, MCPServer: f.MCPServer, From: f.From, To: f.To, Metadata: f.Metadata, After: f.After, Limit: f.Limit}
 	ws, err := p.logWorkspace(caller, f.AllWorkspaces, f.WorkspaceID)
 	if err != nil {
 		return q, err
@@ -87,7 +89,8 @@ func (p *Plane) logQuery(caller Caller, f LogFilter) (storage.LogQuery, error) {
 	if len(f.Metadata) > MaxLogMetadataFilters {
 		return q, gwerr.BadRequest("metadata", "at most %d metadata filters, not %d", MaxLogMetadataFilters, len(f.Metadata))
 	}
-	for name, v := range map[string]string{"trace_id": f.TraceID, "provider": f.Provider, "model": f.Model} {
+	for name, v := range map[string]string{"trace_id": f.TraceID, "provider": f.Provider, "model": f.Model,
+		"tool": f.Tool, "mcp_server": f.MCPServer} {
 		if len(v) > maxLogFilterValue {
 			return q, gwerr.BadRequest(name, "%s must be at most %d bytes", name, maxLogFilterValue)
 		}

@@ -14,6 +14,10 @@
 // it denies through its top-level deny either way; a saved guardrail has the output shape, as either list may
 // name it.
 //
+// CompileTools does the same for a config's tool hooks (before_tool_call, after_tool_call: StageBefore on a
+// call's arguments, StageAfter on its result), whose items are shaped like request hooks and may deny on either
+// side.
+//
 // Compile turns a config target's four lists (before_request_hooks, after_request_hooks, input_guardrails,
 // output_guardrails, as raw JSON) into an immutable *Set, once per config; regexes and schemas are compiled
 // then. Set.Run evaluates one side per request and is safe for concurrent use:

@@ -238,24 +238,35 @@ func Compile(workspaceID, path string, before, after, input, output []json.RawMe
 	return c.lists(before, after, input, output)
 }
 
+// CompileTools compiles a config's tool hooks, before_tool_call (StageBefore: checks see the call's arguments
+// as JSON text) and after_tool_call (StageAfter: the result's text), as Compile compiles request hooks, with
+// the same errors under those lists' names.
+func CompileTools(workspaceID, path string, before, after []json.RawMessage, saved SavedGuardrails, plugins PluginChecks) (*Set, error) {
+	c := &compiler{ws: workspaceID, path: path, saved: saved, plugins: plugins}
+	return c.compileLists([]listItems{{beforeToolCall, before}, {afterToolCall, after}})
+}
+
+// listItems is one list of a config with its raw items.
+type listItems struct {
+	list  list
+	items []json.RawMessage
+}
+
 func (c *compiler) lists(before, after, input, output []json.RawMessage) (*Set, error) {
+	return c.compileLists([]listItems{{beforeHooks, before}, {inputGuardrails, input}, {afterHooks, after},
+		{outputGuardrails, output}})
+}
+
+func (c *compiler) compileLists(lists []listItems) (*Set, error) {
 	s := &Set{}
-	for _, l := range []struct {
-		list  list
-		items []json.RawMessage
-	}{
-		{beforeHooks, before},
-		{inputGuardrails, input},
-		{afterHooks, after},
-		{outputGuardrails, output},
-	} {
+	for _, l := range lists {
 		for i, raw := range l.items {
 			it, err := c.item(raw, jsonfield.Index(l.list.String(), i), l.list)
 			if err != nil {
 				return nil, err
 			}
 			it.plan()
-			if l.list == afterHooks || l.list == outputGuardrails {
+			if l.list.after() {
 				s.after = append(s.after, it)
 			} else {
 				s.before = append(s.before, it)

@@ -25,19 +25,29 @@ const (
 	// savedGuardrail is a saved guardrail object: either guardrail list may name it, so it has the wider shape,
 	// output's, and its on_fail.deny denies wherever it runs.
 	savedGuardrail
+	// beforeToolCall and afterToolCall are a config's tool hooks (DESIGN.md "MCP gateway"): shaped like
+	// before_request_hooks and after_request_hooks, and both may deny, since a tool's result can carry what must
+	// not reach the agent as much as its arguments can.
+	beforeToolCall
+	afterToolCall
 )
 
 func (l list) String() string {
 	return [...]string{"before_request_hooks", "after_request_hooks", "input_guardrails", "output_guardrails",
-		"a saved guardrail"}[l]
+		"a saved guardrail", "before_tool_call", "after_tool_call"}[l]
 }
 
-func (l list) hook() bool { return l == beforeHooks || l == afterHooks }
+func (l list) hook() bool {
+	return l == beforeHooks || l == afterHooks || l == beforeToolCall || l == afterToolCall
+}
+
+// after reports whether the list's items run on the answer (or a tool's result).
+func (l list) after() bool { return l == afterHooks || l == outputGuardrails || l == afterToolCall }
 
 // outcomeDeny reports whether on_fail and on_success may carry deny here (DESIGN.md: hooks deny through them
 // before the request; guardrail objects through their top-level deny, output ones through on_fail too).
 func (l list) outcomeDeny() bool {
-	return l == beforeHooks || l == outputGuardrails || l == savedGuardrail
+	return l == beforeHooks || l == outputGuardrails || l == savedGuardrail || l == beforeToolCall || l == afterToolCall
 }
 
 var (
@@ -62,6 +72,17 @@ func ValidateHook(raw json.RawMessage, path string, after bool) error {
 	l := beforeHooks
 	if after {
 		l = afterHooks
+	}
+	_, err := (&compiler{validateOnly: true}).item(raw, path, l)
+	return err
+}
+
+// ValidateToolHook checks one item of a config's before_tool_call (after false) or after_tool_call (after true)
+// as ValidateHook checks a request hook, with the same errors; either may deny (on_fail.deny, on_success.deny).
+func ValidateToolHook(raw json.RawMessage, path string, after bool) error {
+	l := beforeToolCall
+	if after {
+		l = afterToolCall
 	}
 	_, err := (&compiler{validateOnly: true}).item(raw, path, l)
 	return err
@@ -144,7 +165,7 @@ func (c *compiler) hook(raw json.RawMessage, p string, l list) (*item, []checkRe
 		return nil, nil, err
 	}
 	keys := hookKeys
-	if l == afterHooks {
+	if l == afterHooks || l == afterToolCall {
 		keys = afterHookKeys
 	}
 	if err := c.onlyKeys(o, keys); err != nil {

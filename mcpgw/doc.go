@@ -55,7 +55,9 @@
 // an idle session is closed after Options.SessionTimeout, and a workspace holds at most
 // Options.SessionsPerWorkspace sessions (429 past it).
 //
-// Not here yet (the rest of issue 22, next session): tool hooks and guardrails (before_tool_call,
-// after_tool_call), rate limits and budgets on tools, request-log entries and the gateway_tool_calls_total
-// metric.
+// What stands around a call is not this package's: Options.Intercept (an Interceptor) wraps every tools/call
+// that names an offered tool with the single Forward to its server, and routes' interceptor runs there the rate
+// limits and budgets, the config's before_tool_call and after_tool_call hooks, the request-log entry and the
+// metrics. A server that fails is an *UpstreamError through the Interceptor, so that it can count it, and the
+// caller's tool error after it.
 package mcpgw

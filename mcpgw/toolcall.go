@@ -22,9 +22,28 @@ type ToolCall struct {
 }
 
 // Forward sends a call to its server once, with arguments (the call's own, or ones a hook rewrote), and returns
-// the server's result. A server that fails (unreachable, gone mid-call) is a result with IsError; an error the
-// server answers is a *jsonrpc.Error; a cancelled or timed-out call is the context's error.
+// the server's result. A server that fails (unreachable, gone mid-call) is an *UpstreamError, which the caller
+// gets as a tool error; an error the server answers is a *jsonrpc.Error; a cancelled or timed-out call is the
+// context's error.
 type Forward func(ctx context.Context, arguments json.RawMessage) (*mcp.CallToolResult, error)
+
+// UpstreamError is a server that could not be reached or failed mid-call (Err has no credentials or URL
+// query). callTool answers it as the call's tool error, so that the agent reads it and the session goes on.
+type UpstreamError struct {
+	Server string
+	Err    error
+}
+
+func (e *UpstreamError) Error() string {
+	return fmt.Sprintf("MCP server %s failed: %v", e.Server, e.Err)
+}
+
+func (e *UpstreamError) Unwrap() error { return e.Err }
+
+// result is the tool error the caller gets.
+func (e *UpstreamError) result() *mcp.CallToolResult {
+	return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: e.Error()}}}
+}
 
 // Interceptor wraps every tools/call that names an offered tool: rate limits, guardrails, the request log and
 // metrics live there (routes wires them). It calls forward at most once; it may answer without calling it (a
@@ -48,11 +67,18 @@ func (g *Gateway) callTool(ctx context.Context, caller *Caller, req *mcp.CallToo
 			return nil, errors.New("mcpgw: a tool call is forwarded once")
 		}
 		forwarded = true
-		return g.forward(ctx, srv, tool, params.Name, arguments)
+		return g.forward(ctx, req, srv, tool, arguments)
 	}
+	var res *mcp.CallToolResult
 	if g.intercept == nil {
-		return forward(ctx, params.Arguments)
+		res, err = forward(ctx, params.Arguments)
+	} else {
+		res, err = g.intercept(ctx, &ToolCall{Caller: caller, Server: srv, Tool: tool, Name: params.Name,
+			Arguments: params.Arguments}, forward)
 	}
-	return g.intercept(ctx, &ToolCall{Caller: caller, Server: srv, Tool: tool, Name: params.Name,
-		Arguments: params.Arguments}, forward)
+	var upstream *UpstreamError
+	if errors.As(err, &upstream) {
+		return upstream.result(), nil
+	}
+	return res, err
 }

@@ -26,6 +26,7 @@ type Metrics struct {
 	budget budgetMetrics // budget.go
 
 	logDrops prometheus.Counter // logs.go
+	tools    *toolMetrics       // tools.go
 
 	redis     redisMetrics // redis.go; registered once used
 	redisOnce sync.Once
@@ -135,6 +136,7 @@ func New() *Metrics {
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m.budget = newBudgetMetrics(m.reg)
 	m.logDrops = newLogDrops(m.reg)
+	m.tools = newToolMetrics(m.reg)
 	m.redis = newRedisMetrics(m.reg)
 	return m
 }

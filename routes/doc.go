@@ -15,6 +15,10 @@
 // the admin endpoints (api-keys, policies, prompts, plugins, guardrails). Admin handlers decode, check the admin
 // right, call the control plane (package control) and encode: management logic does not live here.
 //
+// /mcp (mcp.go) hands MCP requests to package mcpgw through serveStreaming (mcpstream.go), a bridge to net/http
+// that relays what the handler flushes, and stands around each tool call (mcptools.go): policies, the config's
+// tool hooks (run by the engine), one request-log entry and gateway_tool_calls_total.
+//
 // fasthttp's request context never ends, so run gives each inference request a context of its own (inflight.go)
 // that ends when the caller closes its connection while the engine works (one epoll watcher for every
 // connection, connwatch_linux.go, registered once per connection and reading nothing from the socket), when

@@ -44,7 +44,7 @@ func (s *Server) storeLog(start time.Time, req *runtime.Request, resp *runtime.R
 		if resp.Stream == nil && (!req.Endpoint.AnyAnswer() || loggedAnswer(resp)) { // not a transcript as text
 			e.Response = resp.Body
 		}
-		e.HookResults = loggedHookResults(&resp.HookResults)
+		e.HookResults = loggedHookResults(&resp.HookResults, false)
 	}
 	s.logs.Record(e)
 }
@@ -57,7 +57,9 @@ func (s *Server) storeLog(start time.Time, req *runtime.Request, resp *runtime.R
 // checks (a plugin's error message), so it is bounded: at most maxLoggedHooks hooks and maxLoggedChecks checks
 // are kept, their texts cut at maxLoggedText bytes, and when that is still more than maxLoggedHookResults the
 // hooks are kept without their checks. Anything left out marks the value "truncated": true.
-func loggedHookResults(h *runtime.HookResults) json.RawMessage {
+//
+// A tool call's (toolCall true) names its lists before_tool_call and after_tool_call.
+func loggedHookResults(h *runtime.HookResults, toolCall bool) json.RawMessage {
 	if len(h.Before) == 0 && len(h.After) == 0 {
 		return nil
 	}
@@ -74,6 +76,9 @@ func loggedHookResults(h *runtime.HookResults) json.RawMessage {
 		}
 		v.Truncated = true
 		raw, err = json.Marshal(v)
+	}
+	if err == nil && toolCall {
+		raw, err = json.Marshal(loggedToolHooks(v))
 	}
 	if err != nil {
 		return nil
@@ -94,6 +99,13 @@ const (
 type loggedHooks struct {
 	Before    []guardrails.HookResult `json:"before_request_hooks"`
 	After     []guardrails.HookResult `json:"after_request_hooks"`
+	Truncated bool                    `json:"truncated,omitempty"`
+}
+
+// loggedToolHooks is loggedHooks under a tool call's list names.
+type loggedToolHooks struct {
+	Before    []guardrails.HookResult `json:"before_tool_call"`
+	After     []guardrails.HookResult `json:"after_tool_call"`
 	Truncated bool                    `json:"truncated,omitempty"`
 }
 
@@ -148,8 +160,8 @@ type logList struct {
 	NextAfter string              `json:"next_after,omitempty"`
 }
 
-// listLogs answers GET /v1/logs: newest first, filtered by trace_id, status, provider, model, from, to (Unix
-// seconds), metadata.<key> and, for organisation admins, workspace_id; limit 1 to 100 (default 20), after a log ID.
+// listLogs answers GET /v1/logs: newest first, filtered by trace_id, status, provider, model, tool, mcp_server,
+// from, to (Unix seconds), metadata.<key> and, for organisation admins, workspace_id; limit 1 to 100 (default 20), after a log ID.
 func (s *Server) listLogs(c *fiber.Ctx) error {
 	key, err := requireAdmin(c)
 	if err != nil {
@@ -174,7 +186,8 @@ func logFilter(c *fiber.Ctx) (control.LogFilter, error) {
 		return control.LogFilter{}, err
 	}
 	f := control.LogFilter{Limit: pg.Limit, After: pg.After, WorkspaceID: strings.Clone(c.Query("workspace_id")),
-		TraceID: strings.Clone(c.Query("trace_id")), Provider: strings.Clone(c.Query("provider")), Model: strings.Clone(c.Query("model"))}
+		TraceID: strings.Clone(c.Query("trace_id")), Provider: strings.Clone(c.Query("provider")), Model: strings.Clone(c.Query("model")),
+		Tool: strings.Clone(c.Query("tool")), MCPServer: strings.Clone(c.Query("mcp_server"))}
 	if raw := c.Query("status"); raw != "" {
 		n, err := strconv.Atoi(raw)
 		if err != nil || n < 100 || n > 599 {

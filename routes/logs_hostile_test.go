@@ -70,7 +70,7 @@ func TestStoredHookResultsAreBounded(t *testing.T) {
 		"2000 hooks":                             {Before: hooks, After: hooks},
 	} {
 		t.Run(name, func(t *testing.T) {
-			raw := loggedHookResults(&h)
+			raw := loggedHookResults(&h, false)
 			if len(raw) > maxLoggedHookResults {
 				t.Fatalf("stored hook_results of %d bytes, more than %d", len(raw), maxLoggedHookResults)
 			}
@@ -94,7 +94,7 @@ func TestStoredHookResultsAreBounded(t *testing.T) {
 	msg := "boom"
 	h := runtime.HookResults{Before: []guardrails.HookResult{{ID: "g", Verdict: true, Checks: []guardrails.CheckResult{{ID: "c", Error: &msg, Data: json.RawMessage(`{}`)}}}}}
 	want := `{"before_request_hooks":[{"id":"g","verdict":true,"deny":false,"async":false,"type":"","execution_time":0,"checks":[{"id":"c","verdict":false,"data":null,"error":"boom","execution_time":0,"transformed":false}]}],"after_request_hooks":[]}`
-	if got := string(loggedHookResults(&h)); got != want {
+	if got := string(loggedHookResults(&h, false)); got != want {
 		t.Errorf("stored hook_results\n %s\nwant\n %s", got, want)
 	}
 }

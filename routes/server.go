@@ -98,7 +98,8 @@ func New(store *storage.Store, engine *runtime.Engine, opts Options) *Server {
 	s := &Server{store: store, engine: engine, log: opts.Logger, accessLogs: opts.AccessLog, plane: opts.Plane,
 		pluginChecks: opts.PluginChecks, metrics: opts.Metrics}
 	s.logs = opts.Logs
-	s.mcp = mcpgw.New(store.MCPServers, mcpgw.Options{HostPolicy: opts.HostPolicy, Logger: opts.Logger})
+	s.mcp = mcpgw.New(store.MCPServers, mcpgw.Options{HostPolicy: opts.HostPolicy, Logger: opts.Logger,
+		Intercept: s.interceptToolCall}) // mcptools.go
 	s.inflight.init(opts.Logger)
 	s.app = fiber.New(fiber.Config{
 		AppName:               "gateway",
@@ -226,6 +227,7 @@ func (s *Server) Shutdown(grace time.Duration) error {
 	overDone := make(chan struct{})
 	over := time.AfterFunc(grace, func() {
 		defer close(overDone)
+		s.mcp.Close() // the MCP sessions' calls, which outlive their requests in the SDK, end with them
 		if n := s.inflight.cancelAll(errShuttingDown); n > 0 {
 			s.log.Warn("grace period over: cancelling the requests still running", "requests", n)
 		} else {

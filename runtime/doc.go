@@ -31,7 +31,9 @@
 // admit.go (rate-limit admission); strategy.go (single, fallback, loadbalance, conditional, and $plugin
 // conditions asked under the request's context); leaf.go (one target: prompt, provider resolution and the
 // target's identity, body patches, then the steps below in order); hooks.go and hookstream.go (compiled check
-// sets, before- and after-request hooks and guardrails, on whole and streamed answers); cachestep.go and
+// sets, before- and after-request hooks and guardrails, on whole and streamed answers); toolhooks.go (an MCP
+// tool call's side, for routes: the config's before_tool_call and after_tool_call compiled and run, the call's
+// fields as checks read them, its admission by the policies that match tool calls); cachestep.go and
 // embed.go (lookup, store, semantic embedding); breaker.go (circuit breakers: asked before the call, told its
 // outcome after); attempt.go (calls with retries, per-attempt timeouts, transport errors) and responses_step.go
 // (a responses request sent natively, or translated to chat completions and back by runtime/responses, per

@@ -120,8 +120,11 @@ func RequireStoredPlugins(store *storage.Store, pc guardrails.PluginChecks) guar
 // check failing open is never silent, and a count per check id. It runs only for checks that errored.
 func (e *Engine) checkErrored(req hostapi.RequestView, ce guardrails.CheckError) {
 	var traceID, workspaceID string
-	if v, ok := req.(requestView); ok {
+	switch v := req.(type) {
+	case requestView:
 		traceID, workspaceID = v.st.req.TraceID, v.st.req.Key.WorkspaceID
+	case *ToolCallView:
+		traceID, workspaceID = v.TraceID, v.WorkspaceID
 	}
 	e.countCheckError(ce.CheckID)
 	countedAs := "pass"
@@ -322,6 +325,11 @@ func (v requestView) Field(path string) ([]byte, bool) {
 	default:
 		return nil, false
 	}
+	return fieldAt(cur, rest)
+}
+
+// fieldAt is the JSON text of the value at a dotted path ("a.b.0") under cur, a decoded JSON value.
+func fieldAt(cur any, rest string) ([]byte, bool) {
 	for rest != "" {
 		var seg string
 		seg, rest, _ = strings.Cut(rest, ".")

@@ -14,14 +14,24 @@ import (
 // plan returns the compiled config of the request: the x-gateway-config header (inline or a saved ID), or a
 // single target made of the request's headers.
 func (e *Engine) plan(req *Request) (*config.Plan, error) {
-	raw := strings.TrimSpace(req.Config)
+	var workspaceID string
+	if req.Key != nil {
+		workspaceID = req.Key.WorkspaceID
+	}
+	return e.configPlan(workspaceID, req.Config)
+}
+
+// configPlan compiles x-gateway-config as sent (inline, or the ID of a config saved in workspaceID); a request
+// without one has headerPlan.
+func (e *Engine) configPlan(workspaceID, config string) (*config.Plan, error) {
+	raw := strings.TrimSpace(config)
 	if raw == "" {
 		return headerPlan, nil
 	}
 	if strings.HasPrefix(raw, "{") {
 		return e.configs.LoadString(raw)
 	}
-	saved, err := e.store.Configs.Get(req.Key.WorkspaceID, raw)
+	saved, err := e.store.Configs.Get(workspaceID, raw)
 	if errors.Is(err, storage.ErrNotFound) {
 		return nil, &gwerr.Error{Status: http.StatusNotFound, Code: gwerr.CodeNotFound, Param: "x-gateway-config",
 			Message: "config " + quote(raw) + " not found in this workspace (x-gateway-config takes a saved config ID or a JSON object)"}

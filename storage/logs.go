@@ -76,11 +76,13 @@ var logStampLen = logStampEncoding.EncodedLen(logStampBytes)
 // catalogue has no price, usage null when the answer reported none; request and response appear only when
 // set, and a body cut at the writer's limit is a JSON string with request_truncated or response_truncated.
 type LogEntry struct {
-	ID              string // "log_..."; set when the entry is stored
-	TraceID         string
-	CreatedAt       time.Time
-	WorkspaceID     string
-	Endpoint        string // "chat/completions", ...
+	ID          string // "log_..."; set when the entry is stored
+	TraceID     string
+	CreatedAt   time.Time
+	WorkspaceID string
+	Endpoint    string // "chat/completions", ..., "/mcp" for a tool call
+	// Tool and MCPServer name a tool call's bare tool and its server's registry ID; "" for other entries.
+	Tool, MCPServer string
 	Provider        string
 	Model           string
 	Status          int
@@ -160,6 +162,8 @@ type logEntryJSON struct {
 	CreatedAt         int64             `json:"created_at"`
 	WorkspaceID       string            `json:"workspace_id"`
 	Endpoint          string            `json:"endpoint"`
+	Tool              string            `json:"tool,omitempty"`
+	MCPServer         string            `json:"mcp_server,omitempty"`
 	Provider          string            `json:"provider"`
 	Model             string            `json:"model"`
 	Status            int               `json:"status"`
@@ -198,6 +202,14 @@ func appendLogEntry(b []byte, e *LogEntry, withBodies bool) []byte {
 	b = jsonstr.AppendString(b, e.WorkspaceID)
 	b = append(b, `,"endpoint":`...)
 	b = jsonstr.AppendString(b, e.Endpoint)
+	if e.Tool != "" {
+		b = append(b, `,"tool":`...)
+		b = jsonstr.AppendString(b, e.Tool)
+	}
+	if e.MCPServer != "" {
+		b = append(b, `,"mcp_server":`...)
+		b = jsonstr.AppendString(b, e.MCPServer)
+	}
 	b = append(b, `,"provider":`...)
 	b = jsonstr.AppendString(b, e.Provider)
 	b = append(b, `,"model":`...)
@@ -343,7 +355,7 @@ func (e *LogEntry) UnmarshalJSON(b []byte) error {
 		return err
 	}
 	*e = LogEntry{ID: v.ID, TraceID: v.TraceID, CreatedAt: time.Unix(v.CreatedAt, 0).UTC(), WorkspaceID: v.WorkspaceID,
-		Endpoint: v.Endpoint, Provider: v.Provider, Model: v.Model, Status: v.Status,
+		Endpoint: v.Endpoint, Tool: v.Tool, MCPServer: v.MCPServer, Provider: v.Provider, Model: v.Model, Status: v.Status,
 		Latency: msDuration(v.LatencyMS), UpstreamLatency: msDuration(v.UpstreamLatencyMS), Target: v.Target,
 		Retries: v.Retries, CacheStatus: v.CacheStatus, Metadata: v.Metadata,
 		Request: v.Request, RequestTruncated: v.RequestTruncated, Response: v.Response, ResponseTruncated: v.ResponseTruncated}
@@ -591,6 +603,8 @@ type LogQuery struct {
 	Status      int // 0: any
 	Provider    string
 	Model       string
+	Tool        string // a tool call's bare tool name
+	MCPServer   string // a tool call's server
 	// From and To bound created_at (both included, to the second); zero: unbounded.
 	From, To time.Time
 	// Metadata must all match the entry's metadata.
@@ -704,7 +718,8 @@ func (ls *LogStore) List(q LogQuery) (*LogPage, error) {
 func (q *LogQuery) matches(e *LogEntry) bool {
 	if (q.WorkspaceID != "" && e.WorkspaceID != q.WorkspaceID) ||
 		(q.TraceID != "" && e.TraceID != q.TraceID) || (q.Status != 0 && e.Status != q.Status) ||
-		(q.Provider != "" && e.Provider != q.Provider) || (q.Model != "" && e.Model != q.Model) {
+		(q.Provider != "" && e.Provider != q.Provider) || (q.Model != "" && e.Model != q.Model) ||
+		(q.Tool != "" && e.Tool != q.Tool) || (q.MCPServer != "" && e.MCPServer != q.MCPServer) {
 		return false
 	}
 	for k, want := range q.Metadata {

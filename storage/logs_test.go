@@ -376,10 +376,12 @@ func TestAppendLogEntryMatchesEncodingJSON(t *testing.T) {
 			{Path: "config.targets[1]", Provider: "anthropic", Attempt: 1, Status: 200, Latency: time.Millisecond, Outcome: RouteOK},
 		}, HookResults: json.RawMessage(`{"before_request_hooks":[{"id":"g"}],"after_request_hooks":[]}`)},
 		{Route: []LogRouteStep{{Path: "config"}}, HookResults: json.RawMessage(`{}`)}, // not Detailed: left out
+		{Endpoint: "/mcp", Tool: "read_file", MCPServer: "docs<&>", Status: 446},
+		{Endpoint: "/mcp", MCPServer: "docs"},
 	}
 	for i, e := range entries {
 		v := logEntryJSON{ID: e.ID, TraceID: e.TraceID, CreatedAt: e.CreatedAt.Unix(), WorkspaceID: e.WorkspaceID,
-			Endpoint: e.Endpoint, Provider: e.Provider, Model: e.Model, Status: e.Status,
+			Endpoint: e.Endpoint, Tool: e.Tool, MCPServer: e.MCPServer, Provider: e.Provider, Model: e.Model, Status: e.Status,
 			LatencyMS: durationMS(e.Latency), UpstreamLatencyMS: durationMS(e.UpstreamLatency), Target: e.Target,
 			Retries: e.Retries, CacheStatus: e.CacheStatus, Metadata: e.Metadata,
 			Request: e.Request, RequestTruncated: e.RequestTruncated, Response: e.Response, ResponseTruncated: e.ResponseTruncated}

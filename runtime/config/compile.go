@@ -58,6 +58,7 @@ func compile(c *Config, sum [sha256.Size]byte) (*Plan, error) {
 	}
 	plan := &Plan{Root: root, Hash: hex.EncodeToString(sum[:])}
 	plan.Hooked = hookedLeaves(root, nil)
+	plan.BeforeToolCall, plan.AfterToolCall = c.BeforeToolCall, c.AfterToolCall
 	return plan, nil
 }
 

@@ -54,7 +54,8 @@ var commonFields = []string{
 	"cache", "retry", "cb_config",
 }
 
-var hookFields = []string{"before_request_hooks", "after_request_hooks", "input_guardrails", "output_guardrails"}
+var hookFields = []string{"before_request_hooks", "after_request_hooks", "input_guardrails", "output_guardrails",
+	"before_tool_call", "after_tool_call"}
 
 // configFields lists every key a config object may have, for error messages.
 func configFields() []string {
@@ -92,6 +93,8 @@ var keySets = [][]string{
 	{"before_request_hooks"},
 	{"input_guardrails"},
 	{"output_guardrails"},
+	{"before_tool_call"},
+	{"after_tool_call"},
 }
 
 // keySetList names every key set for an error message, the providers' in the middle.
@@ -233,6 +236,9 @@ func parseConfig(raw json.RawMessage, path string, depth int) (*Config, error) {
 	if c.OutputGuardrails, err = items(o, "output_guardrails", func(raw json.RawMessage, path string) error {
 		return checkGuardrail(raw, path, true)
 	}); err != nil {
+		return nil, err
+	}
+	if err := parseToolHooks(o, c, depth); err != nil {
 		return nil, err
 	}
 	if err := checkRules(o, c); err != nil {
@@ -553,6 +559,26 @@ func items(o *jsonfield.Object, key string, check func(raw json.RawMessage, path
 		}
 	}
 	return list, nil
+}
+
+// parseToolHooks reads before_tool_call and after_tool_call, the hooks of /mcp tool calls (DESIGN.md "MCP
+// gateway"). A tool call has no targets, so they stand at the top level only.
+func parseToolHooks(o *jsonfield.Object, c *Config, depth int) error {
+	for _, key := range []string{"before_tool_call", "after_tool_call"} {
+		if depth > 0 && o.Has(key) {
+			return jsonfield.Invalid(o.At(key), "stands at the top level of a config only: tool hooks run on /mcp tool calls, which are not routed to targets")
+		}
+	}
+	var err error
+	if c.BeforeToolCall, err = items(o, "before_tool_call", func(raw json.RawMessage, path string) error {
+		return guardrails.ValidateToolHook(raw, path, false)
+	}); err != nil {
+		return err
+	}
+	c.AfterToolCall, err = items(o, "after_tool_call", func(raw json.RawMessage, path string) error {
+		return guardrails.ValidateToolHook(raw, path, true)
+	})
+	return err
 }
 
 // checkGuardrail validates an item of input_guardrails (output false) or output_guardrails (output true). The

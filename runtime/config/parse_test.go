@@ -2,10 +2,12 @@ package config
 
 import (
 	"encoding/json"
+	"errors"
 	"reflect"
 	"strings"
 	"testing"
 
+	"github.com/llmgw/gateway/runtime/gwerr"
 	"github.com/llmgw/gateway/runtime/providers"
 )
 
@@ -350,7 +352,7 @@ func TestFieldTables(t *testing.T) {
 			}
 		}
 	}
-	if sets != 18 || strings.Count(keySetList(), ";") != 17 {
+	if sets != 20 || strings.Count(keySetList(), ";") != 19 { // SPEC.md's 18 and the two tool hook lists
 		t.Errorf("%d key sets, listed as %s", sets, keySetList())
 	}
 	for _, set := range keySets {
@@ -362,5 +364,34 @@ func TestFieldTables(t *testing.T) {
 	}
 	if names := configFields(); len(names) != len(commonFields)+len(providers.Fields())+len(hookFields) {
 		t.Errorf("configFields() = %v", names)
+	}
+}
+
+// TestToolHooks: before_tool_call and after_tool_call are a config on their own, stand at the top level only,
+// and are validated as hooks with their own names in errors.
+func TestToolHooks(t *testing.T) {
+	plan, err := Load([]byte(`{"before_tool_call": [{"id": "no-rm", "checks": [{"id": "default.contains", "parameters": {"operator": "none", "words": ["rm -rf"]}}], "deny": true}]}`))
+	if err == nil {
+		t.Fatalf("a hook with a top-level deny was accepted: %+v", plan)
+	}
+	plan, err = Load([]byte(`{"before_tool_call": [{"id": "no-rm", "checks": [{"id": "default.contains", "parameters": {"operator": "none", "words": ["rm -rf"]}}], "on_fail": {"deny": true}}],
+		"after_tool_call": [{"id": "redact", "checks": [{"id": "default.regexReplace", "parameters": {"rule": "\\d{4}", "replacement": "****"}}], "on_fail": {"deny": true}}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(plan.BeforeToolCall) != 1 || len(plan.AfterToolCall) != 1 || len(plan.Hooked) != 0 {
+		t.Fatalf("plan: before %d after %d hooked %d", len(plan.BeforeToolCall), len(plan.AfterToolCall), len(plan.Hooked))
+	}
+	for _, tc := range []struct{ config, param string }{
+		{`{"strategy": {"mode": "fallback"}, "targets": [{"provider": "openai", "api_key": "k", "before_tool_call": []}]}`, "targets[0].before_tool_call"},
+		{`{"after_tool_call": [{"id": "x", "checks": [{"id": "default.nope", "parameters": {}}]}]}`, "after_tool_call[0].checks[0].id"},
+		{`{"before_tool_call": {"id": "x"}}`, "before_tool_call"},
+		{`{"before_tool_call": [{"checks": []}]}`, "before_tool_call[0].id"},
+	} {
+		_, err := Load([]byte(tc.config))
+		var ge *gwerr.Error
+		if !errors.As(err, &ge) || ge.Param != tc.param {
+			t.Errorf("%s: error %v, want one naming %s", tc.config, err, tc.param)
+		}
 	}
 }

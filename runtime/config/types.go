@@ -35,6 +35,8 @@ type Config struct {
 	AfterRequestHooks  []json.RawMessage
 	InputGuardrails    []json.RawMessage // each a string (saved guardrail ID) or a guardrail object
 	OutputGuardrails   []json.RawMessage
+	// BeforeToolCall and AfterToolCall are the hooks of /mcp tool calls, at the top level only.
+	BeforeToolCall, AfterToolCall []json.RawMessage
 }
 
 // Strategy modes.
@@ -89,6 +91,8 @@ type Plan struct {
 	// Hooked lists the leaves that carry hooks or guardrails (their own or inherited), in depth-first order,
 	// so that their checks can be validated before anything is sent without walking the whole tree.
 	Hooked []*Node
+	// BeforeToolCall and AfterToolCall are the config's tool hooks (the top level's), for /mcp tool calls.
+	BeforeToolCall, AfterToolCall []json.RawMessage
 }
 
 // Node is one config object of a Plan. A node with Children is a strategy; a node without is a leaf target that
