@@ -2,13 +2,10 @@ package mcpgw
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
-	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/llmgw/gateway/runtime/netguard"
 	"github.com/llmgw/gateway/storage"
 )
 
@@ -46,7 +43,7 @@ func (g *Gateway) listResources(ctx context.Context, workspaceID string) (*mcp.L
 	if err != nil {
 		return nil, err
 	}
-	return &mcp.ListResourcesResult{Resources: resources}, nil
+	return &mcp.ListResourcesResult{Resources: resources, Cacheable: perWorkspace}, nil
 }
 
 // listResourceTemplates is every server's resource templates, their URI templates prefixed.
@@ -64,7 +61,7 @@ func (g *Gateway) listResourceTemplates(ctx context.Context, workspaceID string)
 	if err != nil {
 		return nil, err
 	}
-	return &mcp.ListResourceTemplatesResult{ResourceTemplates: templates}, nil
+	return &mcp.ListResourceTemplatesResult{ResourceTemplates: templates, Cacheable: perWorkspace}, nil
 }
 
 // listPrompts is every server's prompts, their names prefixed.
@@ -82,7 +79,7 @@ func (g *Gateway) listPrompts(ctx context.Context, workspaceID string) (*mcp.Lis
 	if err != nil {
 		return nil, err
 	}
-	return &mcp.ListPromptsResult{Prompts: prompts}, nil
+	return &mcp.ListPromptsResult{Prompts: prompts, Cacheable: perWorkspace}, nil
 }
 
 // readResource sends the bare URI to its server, once, and prefixes the URIs of the contents it answers, so
@@ -154,14 +151,13 @@ func onServer[T any](ctx context.Context, g *Gateway, srv *storage.MCPServer, do
 			return res, nil
 		}
 	}
-	var rpcErr *jsonrpc.Error
-	if errors.As(err, &rpcErr) {
+	if rpcErr := answeredError(err); rpcErr != nil {
 		return none, rpcErr
 	}
 	if ctx.Err() != nil {
 		return none, ctx.Err()
 	}
-	err = netguard.RedactError(err)
+	err = hideURL(err, srv.URL)
 	g.log.Warn("MCP request failed upstream", "mcp_server", srv.ID, "err", err)
 	return none, fmt.Errorf("MCP server %s failed: %v", srv.ID, err)
 }

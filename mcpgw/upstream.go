@@ -146,7 +146,7 @@ func (g *Gateway) listTools(ctx context.Context, workspaceID string) (*mcp.ListT
 	if err != nil {
 		return nil, err
 	}
-	return &mcp.ListToolsResult{Tools: tools}, nil
+	return &mcp.ListToolsResult{Tools: tools, Cacheable: perWorkspace}, nil
 }
 
 // fromEachServer asks every server of the workspace at once (the first MaxServers), each over a session of
@@ -297,6 +297,48 @@ func (g *Gateway) newRelay(ctx context.Context, req *mcp.CallToolRequest, srv *s
 	}
 }
 
+// hideURL is err with the server's url left out of its text: the url is sealed with the server's headers (its
+// query or userinfo may hold a token), and the SDK's client quotes it in transport errors.
+func hideURL(err error, rawURL string) error {
+	err = netguard.RedactError(err)
+	text := err.Error()
+	hidden := text
+	for _, u := range []string{rawURL, netguard.RedactURL(rawURL)} {
+		if u != "" {
+			hidden = strings.ReplaceAll(hidden, u, "<server url>")
+		}
+	}
+	if hidden == text {
+		return err
+	}
+	return &hiddenURLError{text: hidden, err: err}
+}
+
+type hiddenURLError struct {
+	text string
+	err  error
+}
+
+func (e *hiddenURLError) Error() string { return e.text }
+func (e *hiddenURLError) Unwrap() error { return e.err }
+
+// perWorkspace is the caching hint of every list the gateway answers: it is the caller's workspace's (private),
+// and the registry may change at any time (a TTL of 0: stale at once).
+var perWorkspace = mcp.Cacheable{CacheScope: "private"}
+
+// codeRejected is the code of the SDK client's ErrRejected, a *jsonrpc.Error in which it wraps every failure of
+// its transport (a refused connection, a dead stream): not an answer of the server's.
+const codeRejected = -32005
+
+// answeredError is the JSON-RPC error the server answered, nil when err is a failure to reach it.
+func answeredError(err error) *jsonrpc.Error {
+	var rpcErr *jsonrpc.Error
+	if errors.As(err, &rpcErr) && rpcErr.Code != codeRejected {
+		return rpcErr
+	}
+	return nil
+}
+
 // forward sends the call to its server, once. A failure of the server (unreachable, gone mid-call) is the
 // call's tool error; an error the server answers is passed on as it is. The server's progress (when the
 // caller asked for it) and log messages (at the level the caller set) are relayed to the caller.
@@ -332,14 +374,13 @@ func (g *Gateway) forward(ctx context.Context, req *mcp.CallToolRequest, srv *st
 }
 
 func (g *Gateway) upstreamFailed(ctx context.Context, srv *storage.MCPServer, name string, err error) (*mcp.CallToolResult, error) {
-	var rpcErr *jsonrpc.Error
-	if errors.As(err, &rpcErr) {
+	if rpcErr := answeredError(err); rpcErr != nil {
 		return nil, rpcErr
 	}
 	if ctx.Err() != nil {
 		return nil, ctx.Err()
 	}
-	err = netguard.RedactError(err)
+	err = hideURL(err, srv.URL)
 	g.log.Warn("MCP tool call failed upstream", "mcp_server", srv.ID, "tool", name, "err", err)
 	return nil, &UpstreamError{Server: srv.ID, Err: err}
 }
