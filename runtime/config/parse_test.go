@@ -58,6 +58,7 @@ var validConfigs = []struct {
 		"targets": [{"provider": "@a"}, {"strategy": {"mode": "loadbalance"}, "targets": [{"virtual_key": "b", "weight": 1}, {"provider": "anthropic", "api_key": "k"}]}]}`},
 	{"max depth", nest(MaxDepth)},
 	{"max targets", manyTargets(MaxTargets)},
+	{"tool hooks alone", `{"before_tool_call": [{"id": "a", "checks": [{"id": "default.contains", "parameters": {"operator": "none", "words": ["x"]}}], "on_fail": {"deny": true}}], "after_tool_call": [{"id": "b", "async": true, "checks": []}]}`},
 }
 
 func TestParseValid(t *testing.T) {
@@ -155,6 +156,8 @@ var invalidConfigs = []struct {
 	{"condition then unknown", `{"strategy": {"mode": "conditional", "conditions": [{"query": {}, "then": "a"}, {"query": {}, "then": "zz"}], "default": "a"}, "targets": [{"name": "a", "virtual_key": "a"}]}`, "strategy.conditions[1].then", `names no target: "zz"`},
 	{"condition default unknown", `{"strategy": {"mode": "conditional", "conditions": [{"query": {}, "then": "a"}], "default": "b"}, "targets": [{"name": "a", "virtual_key": "a"}]}`, "strategy.default", `names no target: "b"`},
 	{"condition unnamed targets", `{"strategy": {"mode": "conditional", "conditions": [{"query": {}, "then": "a"}], "default": "a"}, "targets": [{"virtual_key": "a"}]}`, "strategy.conditions[0].then", "give targets a"},
+	{"tool hook in a target", `{"strategy": {"mode": "fallback"}, "targets": [{"virtual_key": "a", "after_tool_call": []}]}`, "targets[0].after_tool_call", "top level"},
+	{"tool hook not a list", `{"before_tool_call": {"id": "x"}}`, "before_tool_call", "array"},
 	{"duplicate target names", `{"strategy": {"mode": "conditional", "conditions": [{"query": {}, "then": "a"}], "default": "a"}, "targets": [{"name": "a", "virtual_key": "a"}, {"name": "a", "virtual_key": "b"}]}`, "targets[1].name", "twice"},
 
 	// Cache, retry, cb_config.
