@@ -15,7 +15,7 @@ import (
 
 // serve runs the fixture's server on a loopback port and returns its base URL and a channel that yields
 // Serve's result.
-func (f *fixture) serve(t *testing.T) (string, <-chan error) {
+func (f *fixture) serve(t testing.TB) (string, <-chan error) {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
