@@ -109,6 +109,9 @@ func checkMCPServerFields(srv *storage.MCPServer, add func(field, format string,
 		add("id", "is required")
 	case !storage.ValidID(srv.ID):
 		add("id", "%q is not a valid identifier (1-128 characters: letters, digits, '.', '_', ':' or '-', starting with a letter or digit)", clip(srv.ID))
+	case strings.Contains(srv.ID, "__"):
+		// "__" joins a server's ID and its tools' names at /mcp: an ID holding it could hide another's tools.
+		add("id", "%q holds \"__\", which separates a server's id from its tool names at /mcp; use another id", clip(srv.ID))
 	}
 	if msg := mcpURLProblem(srv.URL); msg != "" {
 		add("url", "%s", msg)

@@ -39,6 +39,7 @@ func TestMCPServerValidation(t *testing.T) {
 	for _, tc := range []struct{ body, param string }{
 		{`{"url": "https://mcp.example.com/mcp"}`, "id"},
 		{`{"id": "bad id", "url": "https://mcp.example.com/mcp"}`, "id"},
+		{`{"id": "a__b", "url": "https://mcp.example.com/mcp"}`, "id"},
 		{`{"id": "s"}`, "url"},
 		{`{"id": "s", "url": "ftp://u:hunter2@mcp.example.com/"}`, "url"},
 		{`{"id": "s", "url": "https://u:hunter2@"}`, "url"},

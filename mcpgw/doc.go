@@ -24,8 +24,9 @@
 //     "<serverId>__<logger>"). Closing the upstream session waits for the relay, so that what the server sent
 //     before its result reaches the caller before the result;
 //   - the upstream HTTP client: every connection passes the address policy at dial time (netguard), the
-//     server's stored headers are added to its requests only, and the caller's headers (its gateway key first)
-//     are never forwarded, since upstream requests are built by the SDK's client, not copied from the caller's;
+//     server's stored headers are added to its requests only (no redirect is followed), and the caller's
+//     headers (its gateway key first) are never forwarded, since upstream requests are built by the SDK's
+//     client, not copied from the caller's;
 //   - the session ownership: a session belongs to the workspace of the key that opened it. The SDK refuses a
 //     request naming a session opened by another user (403), the user being the TokenInfo that only its bearer
 //     middleware can attach; Serve therefore hands the SDK a request whose Authorization is a placeholder, after
@@ -39,9 +40,12 @@
 // list-changed notices, no resource updates, no server-initiated requests). The SDK's DNS-rebinding guard for
 // loopback servers is off: every request carries a gateway key, which a rebinding page cannot forge.
 //
-// Upstream sessions are opened per operation (one for each server on a list, one for a call, a read or a get), closed
-// after it: nothing upstream outlives a call, a server that dies fails only the calls in flight on it, and the
-// registry's changes apply to the next call. Cancellation: the caller's notifications/cancelled cancels the
+// Upstream sessions are kept between operations (pool.go): a list, a read, a get or a call takes an idle
+// session of its server's record when there is one and gives it back when it ended cleanly, so that an
+// operation costs one round trip instead of four; a call whose caller asked for progress or log messages has a
+// session of its own, closed before its result is answered, so that every notification reaches the caller
+// first. A changed record (url, headers) never reuses a session of the old one; a session the server ended is
+// replaced and the request sent again (the server answered 404: it did not run it). Cancellation: the caller's notifications/cancelled cancels the
 // handler's context (the SDK), which cancels the upstream call, whose client sends its own notifications/cancelled.
 // The SDK runs a session's calls on contexts of the session's, detached from the HTTP request that carried them:
 // the gateway ties each call to its request's context as well, so that a caller that drops its connection
@@ -49,11 +53,13 @@
 // context, ends them all.
 //
 // Bounds: MaxServers servers per workspace are listed, MaxToolsPerServer tools each and MaxListedPerServer
-// resources, templates or prompts each (following the server's cursors); connecting and listing take at most
+// resources, templates or prompts each (following the server's cursors, MaxPagesPerList pages at most);
+// a JSON-RPC batch holds at most MaxBatchMessages messages (400 past it); connecting and listing take at most
 // UpstreamTimeout; a call, a read or a get at most Options.CallTimeout; a message from an upstream at most
 // MaxMessageBytes; at most MaxRelayedPerCall notifications of a call are relayed (the rest dropped, logged once);
 // an idle session is closed after Options.SessionTimeout, and a workspace holds at most
-// Options.SessionsPerWorkspace sessions (429 past it).
+// Options.SessionsPerWorkspace sessions (429 past it; a place is taken before the session opens, so that
+// concurrent initializes cannot overshoot).
 //
 // What stands around a call is not this package's: Options.Intercept (an Interceptor) wraps every tools/call
 // that names an offered tool with the single Forward to its server, and routes' interceptor runs there the rate

@@ -3,9 +3,12 @@ package mcpgw
 //lint:file-ignore SA1019 the SDK deprecates MCP logging from protocol 2026-07-28 on; issue 22 asks for it to be relayed meanwhile
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -36,6 +39,11 @@ const (
 	MaxMessageBytes = 16 << 20
 	// MaxRequestBytes bounds a caller's request body.
 	MaxRequestBytes = 4 << 20
+	// MaxBatchMessages bounds the messages of a JSON-RPC batch (protocol 2025-03-26, or a request without
+	// Mcp-Protocol-Version): the SDK runs a batch's calls at once, and each list asks every server.
+	MaxBatchMessages = 32
+	// MaxPagesPerList bounds the pages asked of one server's list, however many cursors it hands out.
+	MaxPagesPerList = 100
 
 	// toolSeparator joins a server's id and its tool's, prompt's or resource's name (a resource's URI) in the
 	// aggregated lists.
@@ -81,6 +89,7 @@ type Gateway struct {
 	handler     http.Handler // the SDK's Streamable HTTP handler behind its bearer middleware
 	server      *mcp.Server  // its sessions are the live ones
 	intercept   Interceptor
+	pool        *sessionPool // upstream sessions kept between operations (pool.go)
 
 	// base is the parent of every request's context: Close cancels it. The SDK detaches its sessions from the
 	// requests' contexts, so the calls of a session are tied to their request's instead (aggregate).
@@ -90,6 +99,7 @@ type Gateway struct {
 	sessionsPerWorkspace int
 	sessionsMu           sync.Mutex
 	sessions             map[string]string           // session ID → workspace, of the sessions this Gateway opened
+	opening              map[string]int              // workspace → sessions being opened (reserveSession)
 	logLevels            map[string]mcp.LoggingLevel // session ID → the level its caller set (logging/setLevel)
 }
 
@@ -114,8 +124,8 @@ func New(registry Registry, opts Options) *Gateway {
 		opts.SessionsPerWorkspace = DefaultSessionsPerWorkspace
 	}
 	g := &Gateway{registry: registry, log: opts.Logger, transport: opts.Transport, callTimeout: opts.CallTimeout,
-		sessionsPerWorkspace: opts.SessionsPerWorkspace, sessions: map[string]string{}, intercept: opts.Intercept,
-		logLevels: map[string]mcp.LoggingLevel{}}
+		sessionsPerWorkspace: opts.SessionsPerWorkspace, sessions: map[string]string{}, opening: map[string]int{}, intercept: opts.Intercept,
+		logLevels: map[string]mcp.LoggingLevel{}, pool: newSessionPool()}
 	g.base, g.stop = context.WithCancel(context.Background())
 	// The capabilities are declared: the tools, resources and prompts are the upstreams', answered by the
 	// middleware, never registered with the server; logging is the upstreams' messages, relayed during a call.
@@ -206,12 +216,16 @@ func (g *Gateway) Serve(w http.ResponseWriter, r *http.Request, caller *Caller) 
 		}
 	}
 	r.Header.Set("Authorization", placeholderBearer)
+	if r.Method == http.MethodPost && !g.boundedBatch(w, r) {
+		return
+	}
 	if r.Method != http.MethodPost || r.Header.Get("Mcp-Session-Id") != "" {
 		g.handler.ServeHTTP(w, r)
 		return
 	}
 	// A request without a session opens one: bounded per workspace, since each holds memory until it idles out.
-	if g.openSessions(workspaceID) >= g.sessionsPerWorkspace {
+	// The place is taken before the SDK opens the session, so that concurrent initializes cannot all pass.
+	if !g.reserveSession(workspaceID) {
 		w.Header().Set("Content-Type", "application/json")
 		w.Header().Set("Retry-After", "60")
 		w.WriteHeader(http.StatusTooManyRequests)
@@ -219,16 +233,77 @@ func (g *Gateway) Serve(w http.ResponseWriter, r *http.Request, caller *Caller) 
 			g.sessionsPerWorkspace)
 		return
 	}
-	// The session counts from its answer's headers on: the caller may open another as soon as it has read
-	// them, before the stream ends.
-	g.handler.ServeHTTP(&sessionOpening{ResponseWriter: w, opened: func(id string) {
+	// The reservation ends when the answer's headers are written, the session (if the answer opened one)
+	// counting from then on: the caller may open another as soon as it has read them, before the stream ends.
+	// The SDK writes them on a goroutine of its session's, hence the lock.
+	reserved := true
+	settle := func(id string) {
 		g.sessionsMu.Lock()
-		g.sessions[id] = workspaceID
-		g.sessionsMu.Unlock()
-	}}, r)
+		defer g.sessionsMu.Unlock()
+		if id != "" {
+			g.sessions[id] = workspaceID
+		}
+		if reserved {
+			reserved = false
+			if g.opening[workspaceID]--; g.opening[workspaceID] <= 0 {
+				delete(g.opening, workspaceID)
+			}
+		}
+	}
+	defer settle("") // an answer without headers written
+	g.handler.ServeHTTP(&sessionOpening{ResponseWriter: w, opened: settle}, r)
 }
 
-// sessionOpening tells opened the ID of the session an answer opens, when the answer's headers are written.
+// boundedBatch refuses a JSON-RPC batch of more than MaxBatchMessages (400) and reports whether the request
+// goes on; r's body is read whole (MaxRequestBytes at most, the SDK answers a longer one) and put back.
+func (g *Gateway) boundedBatch(w http.ResponseWriter, r *http.Request) bool {
+	body, err := io.ReadAll(io.LimitReader(r.Body, MaxRequestBytes+1))
+	r.Body.Close()
+	if err != nil {
+		http.Error(w, "failed to read the request body", http.StatusBadRequest)
+		return false
+	}
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	var batch []json.RawMessage
+	if trimmed := bytes.TrimLeft(body, " \t\r\n"); len(trimmed) == 0 || trimmed[0] != '[' || len(body) > MaxRequestBytes ||
+		json.Unmarshal(body, &batch) != nil || len(batch) <= MaxBatchMessages {
+		return true // the SDK judges all else
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusBadRequest)
+	fmt.Fprintf(w, `{"error":{"message":"a JSON-RPC batch holds %d messages, more than the %d allowed: send them in smaller batches or one by one","type":"invalid_request_error","code":"batch_too_large","param":"body"}}`,
+		len(batch), MaxBatchMessages)
+	return false
+}
+
+// reserveSession takes a place for a session the workspace is about to open, and reports whether there was
+// one: its open sessions and those being opened are fewer than the bound.
+func (g *Gateway) reserveSession(workspaceID string) bool {
+	live := map[string]bool{}
+	for ss := range g.server.Sessions() {
+		live[ss.ID()] = true
+	}
+	g.sessionsMu.Lock()
+	defer g.sessionsMu.Unlock()
+	n := g.opening[workspaceID]
+	for id, ws := range g.sessions {
+		switch {
+		case !live[id]:
+			delete(g.sessions, id)
+			delete(g.logLevels, id)
+		case ws == workspaceID:
+			n++
+		}
+	}
+	if n >= g.sessionsPerWorkspace {
+		return false
+	}
+	g.opening[workspaceID]++
+	return true
+}
+
+// sessionOpening tells opened the ID of the session an answer opens ("" for none), when the answer's headers
+// are written.
 type sessionOpening struct {
 	http.ResponseWriter
 	opened func(id string)
@@ -238,9 +313,7 @@ type sessionOpening struct {
 func (s *sessionOpening) note() {
 	if !s.noted {
 		s.noted = true
-		if id := s.Header().Get("Mcp-Session-Id"); id != "" {
-			s.opened(id)
-		}
+		s.opened(s.Header().Get("Mcp-Session-Id"))
 	}
 }
 
@@ -263,32 +336,12 @@ func (s *sessionOpening) FlushError() error {
 
 func (s *sessionOpening) Unwrap() http.ResponseWriter { return s.ResponseWriter }
 
-// openSessions counts the workspace's live sessions, forgetting those the SDK has closed (deleted or idle).
-func (g *Gateway) openSessions(workspaceID string) int {
-	live := map[string]bool{}
-	for ss := range g.server.Sessions() {
-		live[ss.ID()] = true
-	}
-	g.sessionsMu.Lock()
-	defer g.sessionsMu.Unlock()
-	n := 0
-	for id, ws := range g.sessions {
-		switch {
-		case !live[id]:
-			delete(g.sessions, id)
-			delete(g.logLevels, id)
-		case ws == workspaceID:
-			n++
-		}
-	}
-	return n
-}
-
 // Close ends every request being served, and the calls their sessions run, and refuses the requests that come
 // after it (503). It closes the sessions in the background: each waits for its calls to return, which they do
 // once their upstream has been told of the cancellation. Close is idempotent.
 func (g *Gateway) Close() {
 	g.stop()
+	g.pool.close()
 	for ss := range g.server.Sessions() {
 		go ss.Close()
 	}
@@ -366,7 +419,7 @@ func (g *Gateway) setLogLevel(sessionID string, level mcp.LoggingLevel) {
 	}
 	g.sessionsMu.Lock()
 	defer g.sessionsMu.Unlock()
-	if _, ok := g.sessions[sessionID]; ok { // a session of this Gateway: forgotten with it (openSessions)
+	if _, ok := g.sessions[sessionID]; ok { // a session of this Gateway: forgotten with it (reserveSession)
 		g.logLevels[sessionID] = level
 	}
 }

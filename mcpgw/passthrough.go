@@ -34,7 +34,13 @@ func (g *Gateway) listResources(ctx context.Context, workspaceID string) (*mcp.L
 		if !offers(session, hasResources) {
 			return nil, nil
 		}
-		return take(g, srv, "resources", MaxListedPerServer, session.Resources(ctx, nil), func(r *mcp.Resource) *mcp.Resource {
+		return take(g, srv, "resources", MaxListedPerServer, pages(g, srv, "resources", func(cursor string) ([]*mcp.Resource, string, error) {
+			res, err := session.ListResources(ctx, &mcp.ListResourcesParams{Cursor: cursor})
+			if err != nil {
+				return nil, "", err
+			}
+			return res.Resources, res.NextCursor, nil
+		}), func(r *mcp.Resource) *mcp.Resource {
 			renamed := *r
 			renamed.URI = prefixed(srv, r.URI)
 			return &renamed
@@ -52,7 +58,13 @@ func (g *Gateway) listResourceTemplates(ctx context.Context, workspaceID string)
 		if !offers(session, hasResources) {
 			return nil, nil
 		}
-		return take(g, srv, "resource templates", MaxListedPerServer, session.ResourceTemplates(ctx, nil), func(t *mcp.ResourceTemplate) *mcp.ResourceTemplate {
+		return take(g, srv, "resource templates", MaxListedPerServer, pages(g, srv, "resource templates", func(cursor string) ([]*mcp.ResourceTemplate, string, error) {
+			res, err := session.ListResourceTemplates(ctx, &mcp.ListResourceTemplatesParams{Cursor: cursor})
+			if err != nil {
+				return nil, "", err
+			}
+			return res.ResourceTemplates, res.NextCursor, nil
+		}), func(t *mcp.ResourceTemplate) *mcp.ResourceTemplate {
 			renamed := *t
 			renamed.URITemplate = prefixed(srv, t.URITemplate)
 			return &renamed
@@ -70,7 +82,13 @@ func (g *Gateway) listPrompts(ctx context.Context, workspaceID string) (*mcp.Lis
 		if !offers(session, hasPrompts) {
 			return nil, nil
 		}
-		return take(g, srv, "prompts", MaxListedPerServer, session.Prompts(ctx, nil), func(p *mcp.Prompt) *mcp.Prompt {
+		return take(g, srv, "prompts", MaxListedPerServer, pages(g, srv, "prompts", func(cursor string) ([]*mcp.Prompt, string, error) {
+			res, err := session.ListPrompts(ctx, &mcp.ListPromptsParams{Cursor: cursor})
+			if err != nil {
+				return nil, "", err
+			}
+			return res.Prompts, res.NextCursor, nil
+		}), func(p *mcp.Prompt) *mcp.Prompt {
 			renamed := *p
 			renamed.Name = prefixed(srv, p.Name)
 			return &renamed
@@ -143,13 +161,9 @@ func onServer[T any](ctx context.Context, g *Gateway, srv *storage.MCPServer, do
 	var none T
 	ctx, cancel := context.WithTimeout(ctx, g.callTimeout)
 	defer cancel()
-	session, _, err := g.connect(ctx, srv, nil)
+	res, err := withPooledSession(ctx, g, srv, do)
 	if err == nil {
-		defer session.Close()
-		var res T
-		if res, err = do(ctx, session); err == nil {
-			return res, nil
-		}
+		return res, nil
 	}
 	if rpcErr := answeredError(err); rpcErr != nil {
 		return none, rpcErr

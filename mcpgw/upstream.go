@@ -110,9 +110,11 @@ func (g *Gateway) connect(ctx context.Context, srv *storage.MCPServer, relay *re
 	}
 	client := mcp.NewClient(&mcp.Implementation{Name: "gateway", Version: "1"}, opts)
 	headers := &serverHeaders{base: g.transport, headers: srv.Headers, cancelSent: make(chan struct{}, 1)}
+	// No redirect is followed: headers adds the server's headers to every request it sends, a redirected one to
+	// another host included.
 	transport := &mcp.StreamableClientTransport{
 		Endpoint:             srv.URL,
-		HTTPClient:           &http.Client{Transport: headers},
+		HTTPClient:           &http.Client{Transport: headers, CheckRedirect: refuseRedirect},
 		MaxRetries:           -1,   // a session lives for one operation: a lost stream is that operation's error
 		DisableStandaloneSSE: true, // what a server sends outside a call has no call to be relayed with (doc.go)
 		MaxEventSize:         MaxMessageBytes,
@@ -122,6 +124,9 @@ func (g *Gateway) connect(ctx context.Context, srv *storage.MCPServer, relay *re
 	session, err = client.Connect(ctx, transport, nil)
 	return session, headers.cancelSent, err
 }
+
+// refuseRedirect answers a redirect as the server's response, which the SDK's client takes for a failure.
+func refuseRedirect(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 
 // offered reports whether srv's lists let the tool through.
 func offered(srv *storage.MCPServer, tool string) bool {
@@ -134,7 +139,13 @@ func offered(srv *storage.MCPServer, tool string) bool {
 // listTools asks every server of the workspace at once; a server that fails is left out of the list.
 func (g *Gateway) listTools(ctx context.Context, workspaceID string) (*mcp.ListToolsResult, error) {
 	tools, err := fromEachServer(ctx, g, workspaceID, "tools/list", func(ctx context.Context, srv *storage.MCPServer, session *mcp.ClientSession) ([]*mcp.Tool, error) {
-		return take(g, srv, "tools", MaxToolsPerServer, session.Tools(ctx, nil), func(tool *mcp.Tool) *mcp.Tool {
+		return take(g, srv, "tools", MaxToolsPerServer, pages(g, srv, "tools", func(cursor string) ([]*mcp.Tool, string, error) {
+			res, err := session.ListTools(ctx, &mcp.ListToolsParams{Cursor: cursor})
+			if err != nil {
+				return nil, "", err
+			}
+			return res.Tools, res.NextCursor, nil
+		}), func(tool *mcp.Tool) *mcp.Tool {
 			if !offered(srv, tool.Name) {
 				return nil
 			}
@@ -169,15 +180,14 @@ func fromEachServer[T any](ctx context.Context, g *Gateway, workspaceID, method 
 		wg.Go(func() {
 			ctx, cancel := context.WithTimeout(ctx, UpstreamTimeout)
 			defer cancel()
-			session, _, err := g.connect(ctx, srv, nil)
-			if err == nil {
-				perServer[i], err = list(ctx, srv, session)
-				session.Close()
-			}
+			var err error
+			perServer[i], err = withPooledSession(ctx, g, srv, func(ctx context.Context, session *mcp.ClientSession) ([]T, error) {
+				return list(ctx, srv, session)
+			})
 			if err != nil {
 				perServer[i] = nil
 				g.log.Warn("MCP server left out of "+method, "workspace_id", workspaceID, "mcp_server", srv.ID,
-					"err", netguard.RedactError(err))
+					"err", hideURL(err, srv.URL))
 			}
 		})
 	}
@@ -187,6 +197,32 @@ func fromEachServer[T any](ctx context.Context, g *Gateway, workspaceID, method 
 		out = append(out, items...)
 	}
 	return out, nil
+}
+
+// pages is a server's list, page after page as its cursors lead, at most MaxPagesPerList pages: a server
+// whose cursors never end (empty pages, or a cursor handed back again) is not asked until the timeout.
+func pages[T any](g *Gateway, srv *storage.MCPServer, what string, list func(cursor string) ([]T, string, error)) iter.Seq2[T, error] {
+	return func(yield func(T, error) bool) {
+		cursor := ""
+		for range MaxPagesPerList {
+			items, next, err := list(cursor)
+			if err != nil {
+				var none T
+				yield(none, err)
+				return
+			}
+			for _, item := range items {
+				if !yield(item, nil) {
+					return
+				}
+			}
+			if next == "" {
+				return
+			}
+			cursor = next
+		}
+		g.log.Warn("MCP server "+what+" past the page limit left out", "mcp_server", srv.ID, "limit", MaxPagesPerList)
+	}
 }
 
 // take reads up to limit items of a server's list, following its cursors, each through rename (which drops
@@ -346,15 +382,25 @@ func (g *Gateway) forward(ctx context.Context, req *mcp.CallToolRequest, srv *st
 	name := req.Params.Name
 	ctx, cancel := context.WithTimeout(ctx, g.callTimeout)
 	defer cancel()
+	call := &mcp.CallToolParams{Name: tool}
+	if len(arguments) > 0 {
+		call.Arguments = arguments // the same JSON value (compacted, as any encoder does)
+	}
+	if !g.relays(req) {
+		res, err := withPooledSession(ctx, g, srv, func(ctx context.Context, session *mcp.ClientSession) (*mcp.CallToolResult, error) {
+			return session.CallTool(ctx, call)
+		})
+		if err != nil {
+			return g.upstreamFailed(ctx, srv, name, err)
+		}
+		return res, nil
+	}
+	// Notifications are relayed: a session of the call's own, closed before the result is answered (pool.go).
 	session, cancelSent, err := g.connect(ctx, srv, g.newRelay(ctx, req, srv))
 	if err != nil {
 		return g.upstreamFailed(ctx, srv, name, err)
 	}
 	defer session.Close()
-	call := &mcp.CallToolParams{Name: tool}
-	if len(arguments) > 0 {
-		call.Arguments = arguments // the same JSON value (compacted, as any encoder does)
-	}
 	if req.Params.GetProgressToken() != nil {
 		call.SetProgressToken(upstreamProgressToken)
 	}
@@ -387,6 +433,14 @@ func (g *Gateway) upstreamFailed(ctx context.Context, srv *storage.MCPServer, na
 
 // askLogLevel asks the server for log messages at the level the caller set, when it set one and the server
 // offers them: without a level, a server sends none.
+// relays reports whether the call's caller asked for notifications: progress (a token) or log messages (a level).
+func (g *Gateway) relays(req *mcp.CallToolRequest) bool {
+	if req.Session == nil {
+		return false
+	}
+	return req.Params.GetProgressToken() != nil || g.logLevel(req.Session.ID()) != ""
+}
+
 func (g *Gateway) askLogLevel(ctx context.Context, req *mcp.CallToolRequest, srv *storage.MCPServer, session *mcp.ClientSession) {
 	if req.Session == nil {
 		return
