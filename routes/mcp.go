@@ -1,6 +1,7 @@
 package routes
 
 import (
+	"fmt"
 	"net/http"
 	"strings"
 
@@ -14,6 +15,11 @@ import (
 // event streams, relayed as they are written (serveStreaming), not buffered as fiber's adaptor would.
 func (s *Server) mcpRoutes() {
 	s.app.All("/mcp", s.authenticateMCP, func(c *fiber.Ctx) error {
+		if n := len(c.Body()); n > mcpgw.MaxRequestBytes {
+			// Refused before the body is copied for the handler (the SDK would refuse it after).
+			return &gwerr.Error{Status: fiber.StatusRequestEntityTooLarge, Code: gwerr.CodeRequestTooLarge, Param: "body",
+				Message: fmt.Sprintf("an MCP request body holds at most %d bytes; this one has %d", mcpgw.MaxRequestBytes, n)}
+		}
 		key := callerKey(c)
 		metadata, err := readMetadata(c)
 		if err != nil {
