@@ -2,6 +2,7 @@ package metrics
 
 import (
 	"time"
+	"unicode/utf8"
 
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -49,9 +50,22 @@ func newToolMetrics(reg *prometheus.Registry) *toolMetrics {
 	return t
 }
 
+// maxToolLabelBytes bounds a server or tool label: names come from callers and upstream servers, and a label
+// is kept for the process's life. MCP tool names are at most 128 characters.
+const maxToolLabelBytes = 128
+
+// toolLabel is a server ID or tool name as a label value: OtherLabel when it is too long, or not UTF-8 (which
+// the Prometheus client refuses with a panic).
+func toolLabel(s string) string {
+	if len(s) > maxToolLabelBytes || !utf8.ValidString(s) {
+		return OtherLabel
+	}
+	return s
+}
+
 // ToolCall counts one MCP tool call (status one of the Tool* constants) and its duration.
 func (m *Metrics) ToolCall(server, tool, status string, d time.Duration) {
-	s := m.tools.series.get(toolKey{server, tool, status})
+	s := m.tools.series.get(toolKey{toolLabel(server), toolLabel(tool), status})
 	s.calls.Inc()
 	s.duration.Observe(d.Seconds())
 }

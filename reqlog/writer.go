@@ -115,6 +115,10 @@ func New(store *storage.LogStore, opts Options) *Writer {
 	return w
 }
 
+// KeepsBodies reports whether Record keeps the bodies (Options.Bodies): a caller that must encode a body
+// (an MCP tool call's result, up to 16 MiB) skips it when it would be dropped.
+func (w *Writer) KeepsBodies() bool { return w.opts.Bodies }
+
 // Record queues a copy of e to be written; e itself is neither kept nor changed. It never blocks and never
 // fails: when the queue is full (or the writer is closed) the entry is dropped and counted through OnDrop.
 // Without Options.Bodies, the entry's Request and Response are dropped here.

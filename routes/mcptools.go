@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -33,6 +34,11 @@ import (
 // endpointMCP is the request log's endpoint of a tool call (DESIGN.md).
 const endpointMCP = "/mcp"
 
+// maxToolNameBytes bounds the bare tool name of a call: the name is the caller's (mcpgw resolves the server,
+// not the tool), and it becomes a metric label, a log field and a rate-limit group. Twice the MCP spec's 128
+// characters, so that a server a little past the spec is still callable.
+const maxToolNameBytes = 256
+
 // Statuses of tool calls in the request log: the HTTP statuses the gateway gives the same outcomes elsewhere.
 const (
 	toolStatusCancelled = 499 // the caller went away, as nginx counts it
@@ -46,12 +52,19 @@ type toolCall struct {
 	label    string // gateway_tool_calls_total's status
 	upstream time.Duration
 	hooks    runtime.HookResults
-	result   *mcp.CallToolResult
-	errText  string // why the call failed or was refused, for the log line
+	// arguments are the call's as its server got them (or would have), for the log.
+	arguments json.RawMessage
+	result    *mcp.CallToolResult
+	errText   string // why the call failed or was refused, for the log line
 }
 
 func (s *Server) interceptToolCall(ctx context.Context, call *mcpgw.ToolCall, forward mcpgw.Forward) (*mcp.CallToolResult, error) {
-	tc := &toolCall{start: time.Now(), status: http.StatusOK, label: metrics.ToolOK}
+	if len(call.Tool) > maxToolNameBytes {
+		// As an unknown tool is: no server has it, and nothing should keep it.
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams,
+			Message: fmt.Sprintf("params.name: a tool name is at most %d bytes after its server's prefix", maxToolNameBytes)}
+	}
+	tc := &toolCall{start: time.Now(), status: http.StatusOK, label: metrics.ToolOK, arguments: call.Arguments}
 	res, err := s.runToolCall(ctx, call, forward, tc)
 	s.observeToolCall(ctx, call, tc)
 	return res, err
@@ -100,7 +113,13 @@ func (s *Server) runToolCall(ctx context.Context, call *mcpgw.ToolCall, forward 
 				return tc.result, nil
 			}
 			arguments = json.RawMessage(*t)
+			tc.arguments = arguments
 		}
+	}
+	if err := ctx.Err(); err != nil {
+		// The caller went away (its checks then errored, and passed): nothing to forward, nothing to pay.
+		tc.status, tc.label, tc.errText = toolStatusCancelled, metrics.ToolCancelled, err.Error()
+		return nil, err
 	}
 
 	upstreamStart := time.Now()
@@ -117,6 +136,10 @@ func (s *Server) runToolCall(ctx context.Context, call *mcpgw.ToolCall, forward 
 			tc.status, tc.label = toolStatusFailed, metrics.ToolFailed
 		default: // the server's own JSON-RPC error
 			tc.status, tc.label = toolStatusFailed, metrics.ToolFailed
+			var rpcErr *jsonrpc.Error
+			if errors.As(err, &rpcErr) && set.Has(guardrails.StageAfter) {
+				return s.checkServerError(ctx, set, view, rpcErr, tc)
+			}
 		}
 		return nil, err
 	}
@@ -141,6 +164,27 @@ func (s *Server) runToolCall(ctx context.Context, call *mcpgw.ToolCall, forward 
 	}
 	tc.result = res
 	return res, nil
+}
+
+// checkServerError runs after_tool_call on a JSON-RPC error the server answered: its message and data reach
+// the agent as a result's text would, so a server cannot get past a redaction by failing. The checks see the
+// message, and the data's JSON on the next line; a deny answers the call as a denied result does, a
+// transformer's text becomes the message (without the data).
+func (s *Server) checkServerError(ctx context.Context, set *guardrails.Set, view *runtime.ToolCallView, rpcErr *jsonrpc.Error, tc *toolCall) (*mcp.CallToolResult, error) {
+	text := rpcErr.Message
+	if len(rpcErr.Data) > 0 {
+		text += "\n" + string(rpcErr.Data)
+	}
+	after := s.engine.RunToolHooks(ctx, set, guardrails.StageAfter, text, view)
+	tc.hooks.After = after.Results
+	if after.Deny {
+		return tc.denied("after_tool_call", after.Results), nil
+	}
+	if t := after.Transformed; t != nil {
+		tc.errText = *t
+		return nil, &jsonrpc.Error{Code: rpcErr.Code, Message: *t}
+	}
+	return nil, rpcErr
 }
 
 // denied answers a call a hook denied: a tool error naming the hook (DESIGN.md), and the checks that failed.
@@ -187,11 +231,19 @@ func isJSONObject(s string) bool {
 	return strings.HasPrefix(s, "{") && json.Valid([]byte(s))
 }
 
-// resultText is what after_tool_call checks see: the result's text items joined with "\n"; a result with no
-// text item but structured content is checked as that content's JSON text.
+// resultText is what after_tool_call checks see: the result's text items and embedded text resources joined
+// with "\n", then its structured content's JSON text unless a text item is that JSON already (the spec asks a
+// tool to send both; a server that sends something else in each would otherwise pass its structured content
+// unchecked). Images, audio, blobs and resource links are not text and are not checked: a deny check cannot
+// see them, and a transformer drops them with the rest of the result.
 func resultText(res *mcp.CallToolResult) string {
-	var b strings.Builder
-	texts := 0
+	var structured []byte
+	if res.StructuredContent != nil {
+		if raw, err := json.Marshal(res.StructuredContent); err == nil {
+			structured = raw
+		}
+	}
+	var texts []string
 	for _, c := range res.Content {
 		var text string
 		switch c := c.(type) {
@@ -205,18 +257,36 @@ func resultText(res *mcp.CallToolResult) string {
 		default:
 			continue
 		}
-		if texts > 0 {
-			b.WriteByte('\n')
-		}
-		b.WriteString(text)
-		texts++
-	}
-	if texts == 0 && res.StructuredContent != nil {
-		if raw, err := json.Marshal(res.StructuredContent); err == nil {
-			return string(raw)
+		texts = append(texts, text)
+		if structured != nil && sameJSON(text, structured) {
+			structured = nil
 		}
 	}
-	return b.String()
+	if structured != nil {
+		texts = append(texts, string(structured))
+	}
+	if len(texts) == 1 {
+		return texts[0] // the common result: no copy of up to MaxMessageBytes
+	}
+	return strings.Join(texts, "\n")
+}
+
+// sameJSON reports whether text is the JSON value whose encoding (encoding/json's: compact, sorted keys) is
+// canonical.
+func sameJSON(text string, canonical []byte) bool {
+	t := strings.TrimSpace(text)
+	if t == "" || (t[0] != '{' && t[0] != '[') {
+		return false
+	}
+	if t == string(canonical) {
+		return true
+	}
+	var v any
+	if json.Unmarshal([]byte(t), &v) != nil {
+		return false
+	}
+	raw, err := json.Marshal(v)
+	return err == nil && string(raw) == string(canonical)
 }
 
 // observeToolCall reports a finished tool call: a request-log entry, gateway_tool_calls_total and its
@@ -229,14 +299,16 @@ func (s *Server) observeToolCall(ctx context.Context, call *mcpgw.ToolCall, tc *
 		e := &reqlog.Entry{TraceID: caller.TraceID, CreatedAt: tc.start, WorkspaceID: caller.WorkspaceID,
 			Endpoint: endpointMCP, Tool: call.Tool, MCPServer: call.Server.ID, Status: tc.status, Latency: took,
 			UpstreamLatency: tc.upstream, Metadata: caller.Metadata, HookResults: loggedHookResults(&tc.hooks, true)}
-		// The bodies (dropped by the writer unless --log-bodies): the call as the server got it, and the result
-		// as the caller got it.
-		e.Request, _ = json.Marshal(struct {
-			Name      string          `json:"name"`
-			Arguments json.RawMessage `json:"arguments"`
-		}{call.Name, argumentsText(call.Arguments)})
-		if tc.result != nil {
-			e.Response, _ = json.Marshal(tc.result)
+		// With --log-bodies, the call as the server got it, and the result as the caller got it. Encoding them
+		// copies up to MaxMessageBytes: not for a writer that would drop them.
+		if s.logs.KeepsBodies() {
+			e.Request, _ = json.Marshal(struct {
+				Name      string          `json:"name"`
+				Arguments json.RawMessage `json:"arguments"`
+			}{call.Name, argumentsText(tc.arguments)})
+			if tc.result != nil {
+				e.Response, _ = json.Marshal(tc.result)
+			}
 		}
 		s.logs.Record(e)
 	}
@@ -260,7 +332,11 @@ func logText(s string) string {
 		s = s[:i]
 	}
 	if len(s) > 300 {
-		s = s[:300] + "…"
+		cut := 300
+		for cut > 0 && !utf8.RuneStart(s[cut]) { // a server's text: cut between runes
+			cut--
+		}
+		s = s[:cut] + "…"
 	}
 	return s
 }

@@ -3,6 +3,7 @@ package routes
 import (
 	"context"
 	"encoding/json"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -10,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/llmgw/gateway/reqlog"
@@ -34,8 +36,9 @@ func (h headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	return http.DefaultTransport.RoundTrip(r)
 }
 
-// toolsFixture is a gateway with a request log and a rate limiter, and an upstream MCP server "files" with
-// read_file (its answer carries a card number) and echo, counting the calls it gets.
+// toolsFixture is a gateway with a request log, a rate limiter and budgets, and an upstream MCP server "files"
+// with read_file (its answer carries a card number), echo, structured (a harmless text, a card number in its
+// structured content only) and fail (a JSON-RPC error carrying a card number), counting the calls it gets.
 type toolsFixture struct {
 	*fixture
 	base  string
@@ -49,7 +52,9 @@ func newToolsFixture(t *testing.T) *toolsFixture {
 	f := newFixtureWith(t, Options{}, func(st *storage.Store) runtime.Options {
 		lim := ratelimit.New(st, ratelimit.Options{FlushInterval: time.Hour})
 		t.Cleanup(func() { lim.Close() })
-		return runtime.Options{RateLimiter: lim}
+		budgets := ratelimit.NewBudgets(st, ratelimit.BudgetOptions{FlushInterval: time.Hour, Logger: slog.New(slog.DiscardHandler)})
+		t.Cleanup(func() { budgets.Close() })
+		return runtime.Options{RateLimiter: lim, Budgets: budgets}
 	})
 	tf := &toolsFixture{fixture: f, calls: map[string]int{}}
 	tf.logs = reqlog.New(f.store.Logs, reqlog.Options{Bodies: true, FlushWindow: time.Millisecond})
@@ -74,6 +79,17 @@ func newToolsFixture(t *testing.T) *toolsFixture {
 		func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			count("echo")
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: string(req.Params.Arguments)}}}, nil
+		})
+	upstream.AddTool(&mcp.Tool{Name: "structured", InputSchema: json.RawMessage(`{"type":"object"}`)},
+		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			count("structured")
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "done"}},
+				StructuredContent: map[string]string{"card": "4111-1111-1111-1111"}}, nil
+		})
+	upstream.AddTool(&mcp.Tool{Name: "fail", InputSchema: json.RawMessage(`{"type":"object"}`)},
+		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			count("fail")
+			return nil, &jsonrpc.Error{Code: -32000, Message: "no access to card 4111-1111-1111-1111", Data: json.RawMessage(`{"card":"4111-1111-1111-1111"}`)}
 		})
 	up := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return upstream }, nil))
 	t.Cleanup(up.Close)
@@ -142,7 +158,8 @@ func TestMCPToolHooks(t *testing.T) {
 		t.Fatalf("allowed call: %v, %+v", err, res)
 	}
 	text := textOf(t, res)
-	if text != "contents of /tmp/a: card [card]" || res.StructuredContent != nil {
+	// The structured content (which no text item carries) was checked with the text, and is in it, redacted.
+	if text != "contents of /tmp/a: card [card]\n{\"card\":\"[card]\"}" || res.StructuredContent != nil {
 		t.Errorf("redacted result: %q, structured %v", text, res.StructuredContent)
 	}
 	if n := tf.upstreamCalls("read_file"); n != 1 {
