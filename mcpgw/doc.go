@@ -8,7 +8,9 @@
 //     through, named "<serverId>__<tool>";
 //   - the forwarding of tools/call: the bare tool name and the arguments, byte for byte, go to that server once;
 //     a name that matches no registered server or a filtered tool reaches no server and is a JSON-RPC error
-//     (invalid params), as the SDK answers for its own unknown tools;
+//     (invalid params), as the SDK answers for its own unknown tools; so does a name its server does not list,
+//     exactly (toolnames.go: the servers' lists are kept a minute, and read again at most every 5 s for a name
+//     they lack), so that made-up names never reach a server, the log or the metrics;
 //   - the pass-through of resources and prompts, under the same naming rule: a prompt is "<serverId>__<name>",
 //     a resource's uri and a template's uriTemplate are "<serverId>__<uri>" (so are the uris of the contents
 //     resources/read answers). resources/list, resources/templates/list and prompts/list ask every server (those

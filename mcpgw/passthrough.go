@@ -111,7 +111,7 @@ func (g *Gateway) readResource(ctx context.Context, workspaceID string, params *
 		return nil, fmt.Errorf("mcpgw: find server: %w", err)
 	}
 	if srv == nil {
-		return nil, invalidParams(fmt.Sprintf("unknown resource %q: a uri is <serverId>__<uri>", params.URI))
+		return nil, invalidParams(fmt.Sprintf("unknown resource %q: a uri is <serverId>__<uri>", clipName(params.URI)))
 	}
 	forwarded := *params
 	forwarded.Meta, forwarded.URI = nil, uri // the caller's _meta (its progress token) is for the gateway
@@ -146,7 +146,7 @@ func (g *Gateway) getPrompt(ctx context.Context, workspaceID string, params *mcp
 		return nil, fmt.Errorf("mcpgw: find server: %w", err)
 	}
 	if srv == nil {
-		return nil, invalidParams(fmt.Sprintf("unknown prompt %q: a prompt is <serverId>__<name>", params.Name))
+		return nil, invalidParams(fmt.Sprintf("unknown prompt %q: a prompt is <serverId>__<name>", clipName(params.Name)))
 	}
 	forwarded := *params
 	forwarded.Meta, forwarded.Name = nil, name

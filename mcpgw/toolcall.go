@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -50,6 +51,19 @@ func (e *UpstreamError) result() *mcp.CallToolResult {
 // refused call), change the arguments it forwards, and change the result it returns.
 type Interceptor func(ctx context.Context, call *ToolCall, forward Forward) (*mcp.CallToolResult, error)
 
+// clipName keeps a caller's name fit for an error message, which echoes it.
+func clipName(name string) string {
+	const max = 160
+	if len(name) <= max {
+		return name
+	}
+	cut := max
+	for cut > 0 && !utf8.RuneStart(name[cut]) {
+		cut--
+	}
+	return name[:cut] + "…"
+}
+
 // callTool resolves the prefixed name to its server and forwards the call through the Interceptor. A name that
 // matches no offered tool reaches no server and no Interceptor: it is the caller's JSON-RPC error.
 func (g *Gateway) callTool(ctx context.Context, caller *Caller, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
@@ -58,8 +72,8 @@ func (g *Gateway) callTool(ctx context.Context, caller *Caller, req *mcp.CallToo
 	if err != nil {
 		return nil, fmt.Errorf("mcpgw: find server: %w", err)
 	}
-	if srv == nil {
-		return nil, invalidParams(fmt.Sprintf("unknown tool %q", params.Name))
+	if srv == nil || !g.listsTool(ctx, srv, tool) {
+		return nil, invalidParams(fmt.Sprintf("unknown tool %q: params.name must be a name tools/list gives", clipName(params.Name)))
 	}
 	forwarded := false
 	forward := func(ctx context.Context, arguments json.RawMessage) (*mcp.CallToolResult, error) {

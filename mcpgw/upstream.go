@@ -139,25 +139,45 @@ func offered(srv *storage.MCPServer, tool string) bool {
 // listTools asks every server of the workspace at once; a server that fails is left out of the list.
 func (g *Gateway) listTools(ctx context.Context, workspaceID string) (*mcp.ListToolsResult, error) {
 	tools, err := fromEachServer(ctx, g, workspaceID, "tools/list", func(ctx context.Context, srv *storage.MCPServer, session *mcp.ClientSession) ([]*mcp.Tool, error) {
-		return take(g, srv, "tools", MaxToolsPerServer, pages(g, srv, "tools", func(cursor string) ([]*mcp.Tool, string, error) {
-			res, err := session.ListTools(ctx, &mcp.ListToolsParams{Cursor: cursor})
-			if err != nil {
-				return nil, "", err
+		all, err := g.serverTools(ctx, srv, session)
+		if err != nil {
+			return nil, err
+		}
+		var offeredTools []*mcp.Tool
+		for _, tool := range all {
+			if offered(srv, tool.Name) {
+				renamed := *tool
+				renamed.Name = srv.ID + toolSeparator + tool.Name
+				offeredTools = append(offeredTools, &renamed)
 			}
-			return res.Tools, res.NextCursor, nil
-		}), func(tool *mcp.Tool) *mcp.Tool {
-			if !offered(srv, tool.Name) {
-				return nil
-			}
-			renamed := *tool
-			renamed.Name = srv.ID + toolSeparator + tool.Name
-			return &renamed
-		})
+		}
+		return offeredTools, nil
 	})
 	if err != nil {
 		return nil, err
 	}
 	return &mcp.ListToolsResult{Tools: tools, Cacheable: perWorkspace}, nil
+}
+
+// serverTools is srv's whole tool list (at most MaxToolsPerServer, as the server names them), which it also
+// remembers for checking the names of calls (toolnames.go).
+func (g *Gateway) serverTools(ctx context.Context, srv *storage.MCPServer, session *mcp.ClientSession) ([]*mcp.Tool, error) {
+	tools, err := take(g, srv, "tools", MaxToolsPerServer, pages(g, srv, "tools", func(cursor string) ([]*mcp.Tool, string, error) {
+		res, err := session.ListTools(ctx, &mcp.ListToolsParams{Cursor: cursor})
+		if err != nil {
+			return nil, "", err
+		}
+		return res.Tools, res.NextCursor, nil
+	}), func(tool *mcp.Tool) *mcp.Tool { return tool })
+	if err != nil {
+		return nil, err
+	}
+	names := make([]string, 0, len(tools))
+	for _, tool := range tools {
+		names = append(names, tool.Name)
+	}
+	g.toolNames.remember(srv, names)
+	return tools, nil
 }
 
 // fromEachServer asks every server of the workspace at once (the first MaxServers), each over a session of
