@@ -54,7 +54,8 @@
 // (which ends the request's context) cancels its calls the same way, and Close, which ends every request's
 // context, ends them all.
 //
-// Bounds: MaxServers servers per workspace are listed, MaxToolsPerServer tools each and MaxListedPerServer
+// Bounds: a workspace runs at most ListsPerWorkspace lists over its servers at once (fanout.go); MaxServers
+// servers per workspace are listed, MaxToolsPerServer tools each and MaxListedPerServer
 // resources, templates or prompts each (following the server's cursors, MaxPagesPerList pages at most);
 // a JSON-RPC batch holds at most MaxBatchMessages messages (400 past it); connecting and listing take at most
 // UpstreamTimeout; a call, a read or a get at most Options.CallTimeout; a message from an upstream at most

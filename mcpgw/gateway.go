@@ -91,6 +91,7 @@ type Gateway struct {
 	intercept   Interceptor
 	pool        *sessionPool // upstream sessions kept between operations (pool.go)
 	toolNames   toolLists    // the servers' tool names, to check calls' (toolnames.go)
+	fanouts     fanouts      // lists over every server running, per workspace (fanout.go)
 
 	// base is the parent of every request's context: Close cancels it. The SDK detaches its sessions from the
 	// requests' contexts, so the calls of a session are tied to their request's instead (aggregate).

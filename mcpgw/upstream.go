@@ -185,6 +185,11 @@ func (g *Gateway) serverTools(ctx context.Context, srv *storage.MCPServer, sessi
 // that fails is left out (and logged). The answer is never nil.
 func fromEachServer[T any](ctx context.Context, g *Gateway, workspaceID, method string,
 	list func(context.Context, *storage.MCPServer, *mcp.ClientSession) ([]T, error)) ([]T, error) {
+	release, err := g.fanouts.acquire(ctx, workspaceID)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
 	servers, err := g.registry.List(workspaceID)
 	if err != nil {
 		return nil, fmt.Errorf("mcpgw: list servers: %w", err)
