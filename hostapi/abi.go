@@ -1,7 +1,20 @@
 package hostapi
 
-// Version is the ABI version this package describes; the host module is named ModuleName.
+// Version is the ABI's major version; the host module is named ModuleName.
 const Version = 1
+
+// The ABI version this package describes, major.minor: v1.1. A minor version only adds to the ones before it,
+// so a host of v1.1 serves guests of v1.0 and v1.1; a new major version is a new ABI.
+const (
+	VersionMajor = 1
+	VersionMinor = 1
+)
+
+// EncodeVersion returns what ExportVersion returns for major.minor: major<<16 | minor.
+func EncodeVersion(major, minor int) int32 { return int32(major)<<16 | int32(minor&0xffff) }
+
+// DecodeVersion splits what ExportVersion returned into major and minor.
+func DecodeVersion(v int32) (major, minor int) { return int(uint32(v) >> 16), int(uint32(v) & 0xffff) }
 
 // ModuleName is the import module of the host functions of ABI v1.
 const ModuleName = "gateway_v1"
@@ -11,6 +24,15 @@ const (
 	ExportMarker = "gateway_abi_v1"
 	ExportAlloc  = "gateway_alloc"
 	ExportCall   = "gateway_call"
+)
+
+// Guest exports added by ABI v1.1.
+const (
+	// ExportVersion is a function () -> i32 returning EncodeVersion(major, minor) of the ABI the guest speaks.
+	// A guest without it speaks v1.0.
+	ExportVersion = "gateway_abi_version"
+	// ExportMemory is the name a v1.1 guest must export its linear memory under.
+	ExportMemory = "memory"
 )
 
 // Host functions of ModuleName.

@@ -16,20 +16,26 @@ var text1K = strings.Repeat("The quick brown fox jumps over the lazy dog; ", 24)
 // BenchmarkCall measures one Call of a loaded plugin with a 1 KB input: the no-op check (the engine's own
 // overhead: pool, encoding, gateway_alloc, gateway_call, decoding) guarded by WithCloseOnContextDone and a
 // per-call deadline, as in production, and unguarded (no deadline, no termination checks; test-only), and a
-// realistic check (two regexes over the kilobyte).
+// realistic check (two regexes over the kilobyte); each for the ABI v1.0 guest (two guest calls per call:
+// gateway_alloc, gateway_call) and the same guest speaking v1.1 (one: gateway_call).
 func BenchmarkCall(b *testing.B) {
-	wasm := guest(b, "basic")
 	for _, bc := range []struct {
 		name      string
+		guest     string
 		unguarded bool
 		checkID   string
 	}{
-		{"noop/guarded", false, "noop"},
-		{"noop/unguarded", true, "noop"},
-		{"regex/guarded", false, "regex"},
-		{"regex/unguarded", true, "regex"},
+		{"v1.0/noop/guarded", "basic", false, "noop"},
+		{"v1.0/noop/unguarded", "basic", true, "noop"},
+		{"v1.0/regex/guarded", "basic", false, "regex"},
+		{"v1.0/regex/unguarded", "basic", true, "regex"},
+		{"v1.1/noop/guarded", "basic-v11", false, "noop"},
+		{"v1.1/noop/unguarded", "basic-v11", true, "noop"},
+		{"v1.1/regex/guarded", "basic-v11", false, "regex"},
+		{"v1.1/regex/unguarded", "basic-v11", true, "regex"},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
+			wasm := guest(b, bc.guest)
 			opts := testOptions(b)
 			opts.unguarded = bc.unguarded
 			e := newEngine(b, opts)

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"math/bits"
 	"time"
 
 	"go.opentelemetry.io/otel/trace"
@@ -32,8 +33,24 @@ var noInput hostapi.Input
 // maxKeptInput is the largest input buffer an instance keeps between calls.
 const maxKeptInput = 1 << 20
 
+// minInputBuf is the least a v1.1 guest is asked to allocate: most inputs fit, so most calls make one guest
+// call.
+const minInputBuf = 1 << 10
+
+// inputBufSize is what a v1.1 guest is asked to allocate for an input of n bytes: n rounded up to a power of
+// two, at least minInputBuf, so that a buffer serves the inputs of similar sizes that follow. Past what an
+// i32 can say it is n itself.
+func inputBufSize(n uint32) uint32 {
+	size := max(uint32(minInputBuf), uint32(1)<<bits.Len32(n-1))
+	if n > 1<<30 {
+		return n
+	}
+	return size
+}
+
 // Call runs the workspace's plugin on in: it takes an instance from the plugin's pool (growing it up to
-// MaxInstances, then waiting, bounded by ctx), writes the encoded input through gateway_alloc, calls
+// MaxInstances, then waiting, bounded by ctx), writes the encoded input through gateway_alloc (for a v1.1
+// guest, into the instance's last buffer when it fits, without a guest call), calls
 // gateway_call under a deadline of CallTimeout (or ctx's, if sooner) and decodes the Output. in may be nil (an
 // empty input); req, which may be nil, answers the guest's request_field calls.
 //
@@ -141,15 +158,30 @@ func (inst *instance) run(ctx context.Context, kind hostapi.Kind, in *hostapi.In
 
 	n := uint32(len(inst.buf))
 	var ptr uint32
-	if n > 0 {
-		inst.stack[0] = uint64(n)
+	switch {
+	case n == 0:
+	case v.minor >= 1 && n <= inst.inSize: // v1.1: the last buffer is still the guest's input buffer
+		ptr = inst.inPtr
+		if !inst.mem.Write(ptr, inst.buf) { // cannot happen: memory only grows; defensive
+			return nil, fmt.Errorf("plugins: plugin %q: %w: its input buffer at %#x is outside the module's memory of %d bytes",
+				v.id, ErrTrap, ptr, inst.mem.Size())
+		}
+	default:
+		size := n
+		if v.minor >= 1 {
+			size = inputBufSize(n)
+		}
+		inst.stack[0] = uint64(size)
 		if err := inst.alloc.CallWithStack(cc, inst.stack); err != nil {
 			return nil, inst.failure(ctx, cctx, hostapi.ExportAlloc, err)
 		}
 		ptr = uint32(inst.stack[0])
-		if !inst.mem.Write(ptr, inst.buf) {
+		if uint64(ptr)+uint64(size) > uint64(inst.mem.Size()) || !inst.mem.Write(ptr, inst.buf) {
 			return nil, fmt.Errorf("plugins: plugin %q: %w: gateway_alloc(%d) returned %#x, outside the module's memory of %d bytes",
-				v.id, ErrTrap, n, ptr, inst.mem.Size())
+				v.id, ErrTrap, size, ptr, inst.mem.Size())
+		}
+		if v.minor >= 1 {
+			inst.inPtr, inst.inSize = ptr, size
 		}
 	}
 	inst.stack[0], inst.stack[1], inst.stack[2] = uint64(uint32(kind)), uint64(ptr), uint64(n)

@@ -28,8 +28,9 @@
 //     instances, grown lazily; callers beyond that wait, bounded by their context. Load swaps versions
 //     atomically: calls in flight finish on the old version, whose instances are closed once it has no caller.
 //   - Load proves a module before it serves: it compiles, passes the ABI check (a WASI command, which exports
-//     _start and no _initialize, is refused: its runtime would never start), instantiates one instance and
-//     makes its first call (gateway_alloc). A module that fails any step is a 400 and the current version keeps
+//     _start and no _initialize, is refused: its runtime would never start), instantiates one instance, reads
+//     the ABI version the guest speaks (gateway_abi_version; absent is v1.0, another major or a minor above 1
+//     is refused, and a v1.1 guest must export "memory") and makes its first call (gateway_alloc). A module that fails any step is a 400 and the current version keeps
 //     serving. Install adds a save step (storing the module) between proving and swapping, so that what is
 //     stored is what loaded.
 //   - Bounds per workspace: at most Options.PluginsPerWorkspace plugins, and Options.MemoryPerWorkspace bytes of
@@ -46,7 +47,9 @@
 //
 // # Cost
 //
-// A call makes two guest calls (gateway_alloc, gateway_call). With the guard on, wazero starts a goroutine per
+// A call to a v1.0 guest makes two guest calls (gateway_alloc, gateway_call). A v1.1 guest keeps its
+// gateway_alloc buffer until its next gateway_alloc, so each instance remembers its last buffer and a call
+// whose input fits makes one guest call (gateway_call); buffers are asked in powers of two from 1 KiB. With the guard on, wazero starts a goroutine per
 // guest call and the compiled code checks for closure in every loop: a no-op call with a 1 KB input costs a
 // few µs (sub-µs without the guard), and loops in guests run 3–10× slower. Go guests are ~2–4 MB, compile in
 // seconds (a fraction of a second from CacheDir) and take 10–20 ms and 4–8 MiB per instance.

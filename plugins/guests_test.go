@@ -26,9 +26,11 @@ import (
 var guestSpecs = map[string]struct {
 	dir     string
 	ldflags string
+	tags    string
 	command bool // built without -buildmode=c-shared: a WASI command, as a plugin author may do by mistake
 }{
 	"basic":         {dir: "basic"},
+	"basic-v11":     {dir: "basic", tags: "abi11"},
 	"basic-v2":      {dir: "basic", ldflags: "-X main.version=v2"},
 	"badabi":        {dir: "badabi"},
 	"basic-command": {dir: "basic", command: true},
@@ -102,6 +104,9 @@ func buildGuests(goCmd string) (map[string][]byte, error) {
 			}
 			if spec.ldflags != "" {
 				args = append(args, "-ldflags="+spec.ldflags)
+			}
+			if spec.tags != "" {
+				args = append(args, "-tags="+spec.tags)
 			}
 			cmd := exec.Command(goCmd, append(args, "./testdata/guests/"+spec.dir)...)
 			cmd.Env = append(os.Environ(), "GOOS=wasip1", "GOARCH=wasm", "CGO_ENABLED=0", "GOFLAGS=") // no -race or -cover from the environment
@@ -199,6 +204,7 @@ type wasmModule struct {
 	}
 	funcs    map[string]wasmFunc // exported functions
 	memory   bool                // define and export "memory" (1 page)
+	memName  string              // the memory's export name when not "memory"
 	maxPages uint32              // the memory's declared maximum, in pages; 0: none
 	initial  string              // an export named "_initialize" with this body: "trap" or "loop"
 	command  bool                // export an empty "_start", as a WASI command does
@@ -280,7 +286,11 @@ func (m wasmModule) bytes() []byte {
 		exports = append(exports, append(append(wasmName(names[i]), 0x00), leb(uint32(len(m.imports)+i))...))
 	}
 	if m.memory {
-		exports = append(exports, append(wasmName("memory"), 0x02, 0x00))
+		name := "memory"
+		if m.memName != "" {
+			name = m.memName
+		}
+		exports = append(exports, append(wasmName(name), 0x02, 0x00))
 	}
 	out := []byte{0x00, 0x61, 0x73, 0x6d, 0x01, 0x00, 0x00, 0x00}
 	out = append(out, section(1, types...)...)
@@ -307,4 +317,9 @@ var (
 // abiModule is a minimal module that follows ABI v1: gateway_call returns 0 (pass, no data).
 func abiModule() wasmModule {
 	return wasmModule{funcs: map[string]wasmFunc{"gateway_abi_v1": fnMarker, "gateway_alloc": fnAlloc, "gateway_call": fnCall}, memory: true}
+}
+
+// fnVersion is a gateway_abi_version returning v.
+func fnVersion(v int32) wasmFunc {
+	return wasmFunc{results: []byte{0x7f}, body: append([]byte{0x41}, sleb(v)...)} // i32.const v
 }

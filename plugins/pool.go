@@ -32,6 +32,7 @@ type version struct {
 	compiled wazero.CompiledModule
 	log      *slog.Logger
 	mem      int64       // bytes charged to the workspace per instance: the most its memory can grow to
+	minor    int         // the ABI minor version the guest speaks (major 1), read by prove before the version serves
 	logs     *logLimiter // the plugin's
 
 	idle   chan *instance
@@ -92,6 +93,10 @@ type instance struct {
 	stack  []uint64 // params and results of CallWithStack
 	buf    []byte   // the encoded input, reused
 	stderr *stderrBuf
+
+	// The last buffer gateway_alloc returned and the size asked, for a v1.1 guest, which keeps it valid until
+	// its next gateway_alloc: inputs that fit go there without a guest call. inSize 0: none yet.
+	inPtr, inSize uint32
 }
 
 // stderrBuf keeps the start of what the guest writes to stderr during one call (or its initialisation), for
@@ -166,6 +171,8 @@ func (v *version) prove(ctx context.Context) error {
 		} else {
 			err = ge
 		}
+	} else if err = inst.readVersion(ctx); err != nil {
+		_ = inst.mod.Close(closeCtx)
 	} else if err = inst.smoke(ctx); err != nil {
 		_ = inst.mod.Close(closeCtx)
 	}
@@ -181,7 +188,53 @@ func (v *version) prove(ctx context.Context) error {
 	return nil
 }
 
-// smokeAlloc is the size the smoke call asks of gateway_alloc.
+// readVersion calls the guest's hostapi.ExportVersion, if it has one, and sets v.minor: a guest speaking an ABI
+// this host does not (another major version, or a minor above hostapi.VersionMinor) is refused, and so is a
+// v1.1 guest that does not export its memory as hostapi.ExportMemory. It returns a *gwerr.Error 400 naming
+// both versions, or what is missing.
+func (inst *instance) readVersion(ctx context.Context) error {
+	v := inst.v
+	fn := inst.mod.ExportedFunction(hostapi.ExportVersion)
+	if fn == nil {
+		v.minor = 0
+		return nil
+	}
+	cctx, cancel := context.WithTimeout(ctx, v.e.opts.initTimeout)
+	defer cancel()
+	cc := &callCtx{Context: cctx, v: v}
+	err := fn.CallWithStack(cc, inst.stack)
+	cc.endLogs()
+	bad := func(transient bool, format string, args ...any) error {
+		ge := &gwerr.Error{Status: http.StatusBadRequest, Code: gwerr.CodeInvalidRequest, Param: "body",
+			Message: fmt.Sprintf("plugin %q ", v.id) + fmt.Sprintf(format, args...)}
+		if transient {
+			return transientError{ge}
+		}
+		return ge
+	}
+	switch {
+	case err != nil && ctx.Err() != nil:
+		return ctx.Err()
+	case err != nil && cctx.Err() != nil:
+		return bad(true, "fails %s(): it ran past %s", hostapi.ExportVersion, v.e.opts.initTimeout)
+	case err != nil:
+		return bad(false, "fails %s(): %s", hostapi.ExportVersion, firstLine(err.Error()))
+	}
+	major, minor := hostapi.DecodeVersion(int32(uint32(inst.stack[0])))
+	if major != hostapi.VersionMajor || minor > hostapi.VersionMinor {
+		return bad(false, "speaks ABI v%d.%d; this gateway speaks v%d.%d (%s returned %#x)", major, minor,
+			hostapi.VersionMajor, hostapi.VersionMinor, hostapi.ExportVersion, uint32(inst.stack[0]))
+	}
+	if _, ok := v.compiled.ExportedMemories()[hostapi.ExportMemory]; minor >= 1 && !ok {
+		return bad(false, "speaks ABI v%d.%d but does not export its memory as %q, which v1.1 requires",
+			major, minor, hostapi.ExportMemory)
+	}
+	v.minor = minor
+	return nil
+}
+
+// smokeAlloc is the size the smoke call asks of a v1.0 guest's gateway_alloc; a v1.1 guest is asked for
+// minInputBuf, and the buffer is kept for the calls that follow.
 const smokeAlloc = 16
 
 // smoke makes the instance's first call: gateway_alloc, as every call with an input does. A Go guest built
@@ -192,7 +245,11 @@ func (inst *instance) smoke(ctx context.Context) error {
 	cctx, cancel := context.WithTimeout(ctx, v.e.opts.initTimeout)
 	defer cancel()
 	inst.stderr.b = inst.stderr.b[:0]
-	inst.stack[0] = smokeAlloc
+	size := uint32(smokeAlloc)
+	if v.minor >= 1 {
+		size = minInputBuf
+	}
+	inst.stack[0] = uint64(size)
 	cc := &callCtx{Context: cctx, v: v}
 	err := inst.alloc.CallWithStack(cc, inst.stack)
 	cc.endLogs()
@@ -210,15 +267,17 @@ func (inst *instance) smoke(ctx context.Context) error {
 			what = line + " (" + what + ")"
 		}
 	default:
-		if ptr := uint32(inst.stack[0]); uint64(ptr)+smokeAlloc > uint64(inst.mem.Size()) {
+		if ptr := uint32(inst.stack[0]); uint64(ptr)+uint64(size) > uint64(inst.mem.Size()) {
 			what = fmt.Sprintf("it returned %#x, outside the module's memory of %d bytes", ptr, inst.mem.Size())
+		} else if v.minor >= 1 {
+			inst.inPtr, inst.inSize = ptr, size
 		}
 	}
 	inst.stderr.b = inst.stderr.b[:0]
 	if what == "" {
 		return nil
 	}
-	msg := fmt.Sprintf("plugin %q fails its first call, %s(%d): %s", v.id, hostapi.ExportAlloc, smokeAlloc, what)
+	msg := fmt.Sprintf("plugin %q fails its first call, %s(%d): %s", v.id, hostapi.ExportAlloc, size, what)
 	if strings.Contains(what, "runtime initialization") {
 		msg += "; build a Go guest as a reactor: GOOS=wasip1 GOARCH=wasm go build -buildmode=c-shared"
 	}

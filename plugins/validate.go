@@ -80,7 +80,11 @@ var abiExports = []struct {
 	{hostapi.ExportCall, signature{[]api.ValueType{i32, i32, i32}, []api.ValueType{i64}}},
 }
 
-// Validate compiles wasm and checks it against ABI v1: the three exports with their signatures, a memory,
+// versionSig is the signature of the optional hostapi.ExportVersion (ABI v1.1).
+var versionSig = signature{nil, []api.ValueType{i32}}
+
+// Validate compiles wasm and checks it against ABI v1: the three exports with their signatures (and
+// gateway_abi_version's, when exported), a memory,
 // and imports only of the host functions of gateway_v1 and wasi_snapshot_preview1, with the host's
 // signatures, and a reactor (a WASI command, which exports _start and no _initialize, is refused). A module
 // that fails is a *gwerr.Error 400 whose message names every problem, e.g.
@@ -88,7 +92,8 @@ var abiExports = []struct {
 //	plugin module does not follow ABI v1: missing export "gateway_call" (i32, i32, i32) -> i64; imports "env"."fetch", which the host does not offer
 //
 // Results are kept by SHA-256, and the compiled code of the last few valid modules stays in the cache, so
-// that the Load that follows an upload does not compile again. Validate does not instantiate the module.
+// that the Load that follows an upload does not compile again. Validate does not instantiate the module, so
+// what needs an instance is checked at Load: the ABI version the guest speaks, and for v1.1 its memory export.
 func (e *Engine) Validate(ctx context.Context, wasm []byte) error {
 	sum := sha256.Sum256(wasm)
 	e.vmu.Lock()
@@ -196,6 +201,10 @@ func (e *Engine) checkABI(rt wazero.Runtime, compiled wazero.CompiledModule) err
 			problems = append(problems, fmt.Sprintf("export %q is %s, want %s", want.name,
 				sigString(f.ParamTypes(), f.ResultTypes()), want.sig))
 		}
+	}
+	if f, ok := exports[hostapi.ExportVersion]; ok && !versionSig.matches(f) {
+		problems = append(problems, fmt.Sprintf("export %q is %s, want %s", hostapi.ExportVersion,
+			sigString(f.ParamTypes(), f.ResultTypes()), versionSig))
 	}
 	if len(compiled.ExportedMemories()) == 0 {
 		problems = append(problems, "exports no memory (the host writes the input into the module's memory)")

@@ -59,7 +59,7 @@ func TestExportNames(t *testing.T) {
 			}
 		}
 	}
-	for _, name := range []string{hostapi.ExportMarker, hostapi.ExportAlloc, hostapi.ExportCall} {
+	for _, name := range []string{hostapi.ExportMarker, hostapi.ExportAlloc, hostapi.ExportCall, hostapi.ExportVersion} {
 		if !exports[name] {
 			t.Errorf("no //go:wasmexport %s", name)
 		}
@@ -69,7 +69,7 @@ func TestExportNames(t *testing.T) {
 			t.Errorf("no //go:wasmimport %s %s", hostapi.ModuleName, name)
 		}
 	}
-	if len(exports) != 3 || len(imports) != 3 {
+	if len(exports) != 4 || len(imports) != 3 {
 		t.Errorf("exports %v, imports %v", exports, imports)
 	}
 }

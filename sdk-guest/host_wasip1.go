@@ -8,14 +8,22 @@ import (
 	"github.com/llmgw/gateway/hostapi"
 )
 
-// The ABI v1 exports. The names must match hostapi.ExportMarker, hostapi.ExportAlloc and hostapi.ExportCall
-// (TestExportNames checks them).
+// The ABI v1.1 exports. The names must match hostapi.ExportMarker, hostapi.ExportVersion, hostapi.ExportAlloc
+// and hostapi.ExportCall (TestExportNames checks them). The Go toolchain exports the linear memory as "memory",
+// as v1.1 requires.
 
 //go:wasmexport gateway_abi_v1
 func gatewayABIv1() {}
 
-// inBuf is the buffer gateway_alloc hands out; pending keeps earlier ones alive until the next gateway_call
-// returns, in case the host asks twice.
+//go:wasmexport gateway_abi_version
+func gatewayABIVersion() int32 {
+	return hostapi.EncodeVersion(hostapi.VersionMajor, hostapi.VersionMinor)
+}
+
+// inBuf is the buffer gateway_alloc hands out. ABI v1.1 lets the host write every input that fits into the
+// last buffer without asking again, so inBuf changes only in gateway_alloc, and only to grow; nothing else
+// writes it. pending keeps earlier ones alive until the next gateway_call returns, in case a v1.0 host asks
+// twice before calling.
 var (
 	inBuf   = make([]byte, 4096)
 	pending [][]byte

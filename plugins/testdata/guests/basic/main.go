@@ -14,12 +14,16 @@
 //	version           data {"version": version}
 //	regex             fails when the text holds something that looks like an e-mail address or a card number
 //	noop              returns 0 (pass, no data)
+//	allocs            data {"allocs": gateway_alloc calls so far, "size": the size the last one asked}
 //	loop              never returns
 //	bomb              allocates until memory runs out
 //	panic             panics
 //	file              tries os.ReadFile("/etc/passwd") and reports the outcome
 //
 // A call of kind 2 (condition) matches when the text contains "yes".
+//
+// Built with -tags abi11 it speaks ABI v1.1 (abi11.go): its gateway_alloc already keeps the buffer until the
+// next gateway_alloc.
 package main
 
 import (
@@ -46,10 +50,16 @@ func hostField(pathPtr unsafe.Pointer, pathLen uint32, outPtr unsafe.Pointer, ou
 //go:wasmexport gateway_abi_v1
 func abiV1() {}
 
-var inBuf []byte
+var (
+	inBuf     []byte
+	allocs    int
+	allocSize uint32
+)
 
 //go:wasmexport gateway_alloc
 func gatewayAlloc(size uint32) uint32 {
+	allocs++
+	allocSize = size
 	if uint32(cap(inBuf)) < size {
 		inBuf = make([]byte, size)
 	}
@@ -176,6 +186,8 @@ func run(kind int32, in input) []byte {
 	switch name {
 	case "noop":
 		return nil
+	case "allocs":
+		return field(verdict(nil, true), 2, `{"allocs":`+strconv.Itoa(allocs)+`,"size":`+strconv.FormatUint(uint64(allocSize), 10)+`}`)
 	case "pass":
 		return verdict(nil, true)
 	case "fail":
