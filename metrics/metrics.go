@@ -28,6 +28,8 @@ type Metrics struct {
 	logDrops prometheus.Counter // logs.go
 	tools    *toolMetrics       // tools.go
 
+	pluginLoad *pluginLoadMetrics // pluginload.go
+
 	redis     redisMetrics // redis.go; registered once used
 	redisOnce sync.Once
 
@@ -137,6 +139,7 @@ func New() *Metrics {
 	m.budget = newBudgetMetrics(m.reg)
 	m.logDrops = newLogDrops(m.reg)
 	m.tools = newToolMetrics(m.reg)
+	m.pluginLoad = newPluginLoadMetrics(m.reg)
 	m.redis = newRedisMetrics(m.reg)
 	return m
 }

@@ -5,7 +5,7 @@
 // host side.
 //
 // It imports wazero, hostapi, runtime/gwerr, storage (to load the stored plugins at start) and tracing (a span
-// per call when traces are on; Options.OnCall times each call for the metrics). It must not
+// per call when traces are on; Options.OnCall times each call for the metrics, OnCompile and OnInstantiate each load, coldstart.go). It must not
 // import guardrails, runtime, routes or fiber: guardrails declares the Check interface it consumes and cmd wires
 // wasm-backed checks (Engine.Call) into it.
 //

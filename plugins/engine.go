@@ -78,6 +78,12 @@ type Options struct {
 	// took, waiting for an instance included, for the metrics. It runs on the caller's goroutine: it must be
 	// cheap, must not block and must be safe for concurrent use. Nil: none.
 	OnCall func(plugin string, d time.Duration)
+	// OnCompile, when set, is called once a version of a plugin is loaded, with how long its compilation took
+	// and whether its code came from the compilation cache (a CacheUse), for the metrics. OnInstantiate, when
+	// set, is called after each new instance of a plugin (_initialize included). Both run on the loading or
+	// calling goroutine: they must be cheap, must not block and must be safe for concurrent use. Nil: none.
+	OnCompile     func(plugin string, d time.Duration, cache string)
+	OnInstantiate func(plugin string, d time.Duration)
 
 	// unguarded builds runtimes without WithCloseOnContextDone, for benchmarks that measure what the guard
 	// costs. Such an engine cannot stop a runaway guest.
@@ -331,6 +337,14 @@ type Stats struct {
 	// LogLinesDropped counts the log lines the plugin's guests wrote past LogLinesPerCall or
 	// LogLinesPerSecond.
 	LogLinesDropped uint64
+	// Compile is how long compiling the current version took at its load, and CompileCache whether that
+	// compile found its code in the compilation cache (coldstart.go).
+	Compile      time.Duration
+	CompileCache CacheUse
+	// Instantiations counts the instances made of the current version, its first (made at its load)
+	// included; InstantiateLast and InstantiateMax are the time the latest and the slowest took.
+	Instantiations                  uint64
+	InstantiateLast, InstantiateMax time.Duration
 }
 
 // Stats returns the plugin's counters, or false when the workspace has no such plugin.
@@ -343,7 +357,7 @@ func (e *Engine) Stats(workspaceID, id string) (Stats, bool) {
 	if v == nil {
 		return Stats{}, false
 	}
-	return Stats{
+	s := Stats{
 		Calls:           p.calls.Load(),
 		Errors:          p.errors.Load(),
 		Duration:        time.Duration(p.nanos.Load()),
@@ -351,7 +365,9 @@ func (e *Engine) Stats(workspaceID, id string) (Stats, bool) {
 		SHA256:          fmt.Sprintf("%x", v.sha),
 		Memory:          v.mem,
 		LogLinesDropped: p.logs.dropped.Load(),
-	}, true
+	}
+	v.loadFigures(&s)
+	return s, true
 }
 
 // lookup returns the workspace's plugin, or nil.
@@ -405,7 +421,7 @@ func (e *Engine) acquireWorkspace(ctx context.Context, workspaceID string) (*wor
 		_ = rt.Close(ctx)
 		return nil, fmt.Errorf("plugins: workspace %s: host modules: %w", workspaceID, err)
 	}
-	ws := &workspace{id: workspaceID, rt: rt, plugins: make(map[string]*plugin), loads: 1,
+	ws := &workspace{id: workspaceID, rt: timingRuntime{rt}, plugins: make(map[string]*plugin), loads: 1,
 		budget: e.opts.MemoryPerWorkspace, memWake: make(chan struct{})}
 	ws.lastCall.Store(time.Now().UnixNano())
 	e.workspaces[workspaceID] = ws
@@ -482,7 +498,7 @@ func (e *Engine) Install(ctx context.Context, workspaceID, id string, wasm []byt
 		}
 	}
 
-	compiled, err := e.compile(ctx, ws.rt, wasm)
+	compiled, err := e.compileTimed(ctx, ws.rt, id, wasm)
 	if err != nil {
 		if e.isClosed() { // the runtime was closed under us
 			return ErrClosed
@@ -538,8 +554,7 @@ func (e *Engine) Install(ctx context.Context, workspaceID, id string, wasm []byt
 	if old != nil {
 		old.retire()
 	}
-	e.log.Debug("plugin loaded", "workspace", workspaceID, "plugin", id, "sha256", fmt.Sprintf("%x", sum), "replaced", old != nil,
-		"memory_per_instance", v.mem)
+	e.loaded(v, old != nil)
 	return nil
 }
 
@@ -616,7 +631,8 @@ func (e *Engine) LoadStored(ctx context.Context, st *storage.Store) error {
 	if err != nil {
 		return fmt.Errorf("plugins: list workspaces: %w", err)
 	}
-	loaded, failed, skipped := 0, 0, 0
+	loaded, failed, skipped, fromCache := 0, 0, 0, 0
+	start := time.Now()
 	for _, ws := range wss {
 		ps, err := st.Plugins.List(ws.ID)
 		if err != nil {
@@ -664,9 +680,13 @@ func (e *Engine) LoadStored(ctx context.Context, st *storage.Store) error {
 				continue
 			}
 			loaded++
+			if s, ok := e.Stats(ws.ID, meta.ID); ok && s.CompileCache == CacheHit {
+				fromCache++
+			}
 		}
 	}
-	e.log.Info("plugins: stored plugins loaded", "loaded", loaded, "failed", failed, "skipped", skipped)
+	e.log.Info("plugins: stored plugins loaded", "loaded", loaded, "failed", failed, "skipped", skipped,
+		"compiled_from_cache", fromCache, "took", time.Since(start).Round(time.Millisecond))
 	return nil
 }
 

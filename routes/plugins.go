@@ -8,6 +8,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/llmgw/gateway/control"
+	"github.com/llmgw/gateway/plugins"
 	"github.com/llmgw/gateway/runtime/gwerr"
 	"github.com/llmgw/gateway/storage"
 )
@@ -17,6 +18,12 @@ import (
 
 // PluginHost is what the plugin endpoints need of the wasm engine; see control.PluginHost.
 type PluginHost = control.PluginHost
+
+// PluginStats is what the plugin views show of the engine's figures (plugins.Engine has it); a PluginHost
+// without it shows none.
+type PluginStats interface {
+	Stats(workspaceID, id string) (plugins.Stats, bool)
+}
 
 type pluginView struct {
 	ID          string `json:"id"`
@@ -28,12 +35,47 @@ type pluginView struct {
 	UpdatedAt   string `json:"updated_at"`
 	// LoadError is why the stored module failed to load at a start (it is then not served).
 	LoadError string `json:"load_error,omitempty"`
+	// What loading the stored module cost this gateway, when it serves it (absent otherwise: not loaded yet,
+	// failed, or another module loaded): its compile time, whether the compiled code came from the compilation
+	// cache (absent when the engine has no cache folder to tell), and its instances' instantiation times.
+	CompileMS         *float64         `json:"compile_ms,omitempty"`
+	CompiledFromCache *bool            `json:"compiled_from_cache,omitempty"`
+	InstantiateMS     *instantiateView `json:"instantiate_ms,omitempty"`
 }
+
+type instantiateView struct {
+	Last  float64 `json:"last"`
+	Max   float64 `json:"max"`
+	Count uint64  `json:"count"`
+}
+
+// millis is d in milliseconds, to the microsecond.
+func millis(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
 func viewPlugin(p *storage.Plugin) pluginView {
 	return pluginView{ID: p.ID, Object: "plugin", WorkspaceID: p.WorkspaceID, SHA256: p.SHA256, Size: p.Size,
 		CreatedAt: p.CreatedAt.UTC().Format(time.RFC3339), UpdatedAt: p.UpdatedAt.UTC().Format(time.RFC3339),
 		LoadError: p.LoadError}
+}
+
+// viewPluginFigures is viewPlugin with the engine's figures of the stored module, when the engine serves that module.
+func (s *Server) viewPluginFigures(p *storage.Plugin) pluginView {
+	v := viewPlugin(p)
+	if s.pluginStats == nil {
+		return v
+	}
+	st, ok := s.pluginStats.Stats(p.WorkspaceID, p.ID)
+	if !ok || st.SHA256 != p.SHA256 {
+		return v
+	}
+	compile := millis(st.Compile)
+	v.CompileMS = &compile
+	if st.CompileCache == plugins.CacheHit || st.CompileCache == plugins.CacheMiss {
+		hit := st.CompileCache == plugins.CacheHit
+		v.CompiledFromCache = &hit
+	}
+	v.InstantiateMS = &instantiateView{Last: millis(st.InstantiateLast), Max: millis(st.InstantiateMax), Count: st.Instantiations}
+	return v
 }
 
 // putPlugin answers PUT /v1/plugins/:id with the module's bytes as the body (application/wasm or
@@ -56,7 +98,7 @@ func (s *Server) putPlugin(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(viewPlugin(p))
+	return c.JSON(s.viewPluginFigures(p))
 }
 
 // listPlugins answers GET /v1/plugins: the caller's workspace's plugins. Admin only.
@@ -69,7 +111,7 @@ func (s *Server) listPlugins(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	return pagedList(c, list, func(p *storage.Plugin) string { return p.ID }, viewPlugin)
+	return pagedList(c, list, func(p *storage.Plugin) string { return p.ID }, s.viewPluginFigures)
 }
 
 // deletePlugin answers DELETE /v1/plugins/:id: the plugin is unloaded and deleted. Admin only.

@@ -10,6 +10,8 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/llmgw/gateway/hostapi"
+	"github.com/llmgw/gateway/metrics"
 	"github.com/llmgw/gateway/plugins"
 	"github.com/llmgw/gateway/runtime/gwerr"
 )
@@ -226,5 +228,87 @@ func TestPluginUploadsWithTheEngine(t *testing.T) {
 	// Another workspace has bounds of its own.
 	if a = f.putWasm(t, f.otherKey, "d", "application/wasm", []byte(wasmNoMax)); a.status != 200 {
 		t.Fatalf("put in another workspace: %d %s", a.status, a.body)
+	}
+}
+
+// TestPluginLoadFigures: GET /v1/plugins and /v1/plugins/{id} (and the PUT's answer) show what loading the
+// stored module cost the engine: compile_ms, compiled_from_cache (with a cache folder; after an upload the
+// validation compiled the module just before, so the load found it cached) and instantiate_ms. A module the
+// engine does not serve shows none, and without a cache folder compiled_from_cache is absent.
+func TestPluginLoadFigures(t *testing.T) {
+	for _, cacheDir := range []string{t.TempDir(), ""} {
+		engine, err := plugins.New(plugins.Options{Logger: slog.New(slog.DiscardHandler), CacheDir: cacheDir})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { engine.Close(context.Background()) })
+		f := newFixture(t, Options{Plugins: engine})
+		checkFigures := func(where string, v map[string]any) {
+			t.Helper()
+			if _, ok := v["compile_ms"].(float64); !ok {
+				t.Errorf("%s: compile_ms %v", where, v["compile_ms"])
+			}
+			if fromCache, ok := v["compiled_from_cache"]; cacheDir != "" && fromCache != true || cacheDir == "" && ok {
+				t.Errorf("%s with cache folder %q: compiled_from_cache %v", where, cacheDir, fromCache)
+			}
+			inst, _ := v["instantiate_ms"].(map[string]any)
+			_, last := inst["last"].(float64)
+			_, hasMax := inst["max"].(float64)
+			if !last || !hasMax || inst["count"] != float64(1) {
+				t.Errorf("%s: instantiate_ms %v", where, v["instantiate_ms"])
+			}
+		}
+		a := f.putWasm(t, f.admin, "a", "application/wasm", []byte(wasmSmall))
+		if a.status != 200 {
+			t.Fatalf("put: %d %s", a.status, a.body)
+		}
+		checkFigures("PUT", a.json(t))
+		checkFigures("GET", f.do(t, "GET", "/v1/plugins/a", "", HeaderAPIKey, f.admin).json(t))
+		list := f.do(t, "GET", "/v1/plugins", "", HeaderAPIKey, f.admin).json(t)["data"].([]any)
+		if len(list) != 1 {
+			t.Fatalf("list: %v", list)
+		}
+		checkFigures("list", list[0].(map[string]any))
+
+		// Stored but not served (as by another replica, not yet synced): no figures.
+		if _, _, err := f.store.Plugins.Put(f.ws.ID, "b", []byte(wasmNoMax)); err != nil {
+			t.Fatal(err)
+		}
+		b := f.do(t, "GET", "/v1/plugins/b", "", HeaderAPIKey, f.admin).json(t)
+		for _, field := range []string{"compile_ms", "compiled_from_cache", "instantiate_ms"} {
+			if v, ok := b[field]; ok {
+				t.Errorf("a module the engine does not serve shows %s %v", field, v)
+			}
+		}
+	}
+}
+
+// TestPluginLoadMetrics: an engine wired to the metrics as cmd wires it reports a loaded plugin's compile
+// and instantiate times and its calls.
+func TestPluginLoadMetrics(t *testing.T) {
+	m := metrics.New()
+	engine, err := plugins.New(plugins.Options{Logger: slog.New(slog.DiscardHandler), CacheDir: t.TempDir(),
+		OnCall: m.PluginCall, OnCompile: m.PluginCompiled, OnInstantiate: m.PluginInstantiated})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { engine.Close(context.Background()) })
+	f := newFixture(t, Options{Plugins: engine, Metrics: m})
+	if a := f.putWasm(t, f.admin, "a", "application/wasm", []byte(wasmSmall)); a.status != 200 {
+		t.Fatalf("put: %d %s", a.status, a.body)
+	}
+	if _, err := engine.Call(context.Background(), f.ws.ID, "a", hostapi.KindCheck, &hostapi.Input{CheckID: "x"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	rec := httptest.NewRecorder()
+	m.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	for _, want := range []string{
+		`gateway_plugin_compile_seconds_count{cache="hit",plugin="a"} 1`,
+		`gateway_plugin_instantiate_seconds_count{plugin="a"} 1`,
+		`gateway_plugin_call_duration_seconds_count{plugin="a"} 1`,
+	} {
+		if !strings.Contains(rec.Body.String(), want) {
+			t.Errorf("the metrics lack %s", want)
+		}
 	}
 }

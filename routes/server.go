@@ -68,6 +68,7 @@ type Server struct {
 	accessLogs   bool
 	plane        *control.Plane // management operations: handlers of the admin API decode, call it and encode
 	pluginChecks guardrails.PluginChecks
+	pluginStats  PluginStats // Options.Plugins, when it has them (plugins.go)
 	metrics      *metrics.Metrics
 	logs         *reqlog.Writer // Options.Logs
 	mcp          *mcpgw.Gateway // /mcp (mcp.go)
@@ -97,6 +98,7 @@ func New(store *storage.Store, engine *runtime.Engine, opts Options) *Server {
 	}
 	s := &Server{store: store, engine: engine, log: opts.Logger, accessLogs: opts.AccessLog, plane: opts.Plane,
 		pluginChecks: opts.PluginChecks, metrics: opts.Metrics}
+	s.pluginStats, _ = opts.Plugins.(PluginStats)
 	s.logs = opts.Logs
 	s.mcp = mcpgw.New(store.MCPServers, mcpgw.Options{HostPolicy: opts.HostPolicy, Logger: opts.Logger,
 		Intercept: s.interceptToolCall}) // mcptools.go
@@ -169,7 +171,7 @@ func (s *Server) routes() {
 
 	v1.Get("/plugins", s.listPlugins)
 	v1.Put("/plugins/:id", s.putPlugin)
-	v1.Get("/plugins/:id", adminOne("id", s.plane.GetPlugin, viewPlugin))
+	v1.Get("/plugins/:id", adminOne("id", s.plane.GetPlugin, s.viewPluginFigures))
 	v1.Delete("/plugins/:id", s.deletePlugin)
 
 	v1.Get("/logs", s.listLogs)       // logs.go

@@ -115,7 +115,7 @@ func run(ctx context.Context, stopSignals func(), args []string, getenv func(str
 	// The engine comes before the bootstrap file, which loads its plugins before storing them.
 	wasm, err := plugins.New(plugins.Options{CacheDir: filepath.Join(cfg.dataDir, "wasm-cache"), Logger: log,
 		PluginsPerWorkspace: cfg.pluginsPerWorkspace, MemoryPerWorkspace: int64(cfg.pluginMemoryPerWorkspace),
-		OnCall: meters.PluginCall})
+		OnCall: meters.PluginCall, OnCompile: meters.PluginCompiled, OnInstantiate: meters.PluginInstantiated})
 	if err != nil {
 		return fmt.Errorf("plugin engine: %w", err)
 	}
