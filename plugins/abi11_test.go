@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/llmgw/gateway/hostapi"
 	"github.com/llmgw/gateway/runtime/gwerr"
@@ -108,7 +109,8 @@ func TestOneGuestCallPerCheck(t *testing.T) {
 	} {
 		t.Run(tc.guest, func(t *testing.T) {
 			opts := testOptions(t)
-			opts.MaxInstances = 1 // one instance, so that the counts are its
+			opts.MaxInstances = 1          // one instance, so that the counts are its
+			opts.CallTimeout = time.Minute // counts, not timing: a loaded machine under -race must not fail it
 			e := newEngine(t, opts)
 			load(t, e, wsA, "p", guest(t, tc.guest))
 			for i, in := range steps {
