@@ -50,9 +50,15 @@
 // A call to a v1.0 guest makes two guest calls (gateway_alloc, gateway_call). A v1.1 guest keeps its
 // gateway_alloc buffer until its next gateway_alloc, so each instance remembers its last buffer and a call
 // whose input fits makes one guest call (gateway_call); buffers are asked in powers of two from 1 KiB. With the guard on, wazero starts a goroutine per
-// guest call and the compiled code checks for closure in every loop: a no-op call with a 1 KB input costs a
-// few µs (sub-µs without the guard), and loops in guests run 3–10× slower. Go guests are ~2–4 MB, compile in
-// seconds (a fraction of a second from CacheDir) and take 10–20 ms and 4–8 MiB per instance.
+// guest call (a no-op call with a 1 KB input: 3–5 µs, 0.6 µs without) and its compiled code exits to Go at
+// every loop back-edge to check for closure, so guests pay per loop iteration. On the examples
+// (guard_bench_test.go; best of 3, 2 loaded cores) the guard makes a call 4–16× slower:
+// denylist/pii/router 7.7/7.3/10.8× (1 KB) and 8.5/7.8/5.4× (64 KB) for the Go guests, 4.0/4.6/11.9× and
+// 4.0/5.2/15.7× for the Rust ones. Tight byte loops (router's script scan) suffer most. Rust guests are 2–8×
+// faster than Go guests either way; on 64 KB the Go denylist (0.33 s guarded, 0.04 s not) and pii (0.93 s,
+// 0.12 s) and the guarded Rust pii (0.11 s) outlived the default CallTimeout on those cores. Go guests
+// are ~2–4 MB, compile in seconds (a fraction of a second from CacheDir) and take 10–20 ms and 4–8 MiB per
+// instance.
 //
 // # Use
 //
