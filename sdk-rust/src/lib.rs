@@ -17,6 +17,7 @@
 //! ```
 
 mod abi;
+pub mod ascii;
 mod host;
 mod input;
 pub mod json;

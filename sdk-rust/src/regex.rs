@@ -616,6 +616,9 @@ pub struct Regex {
     /// The consuming instructions a match can begin with, when every match must begin with one of them (no
     /// assertion or empty match first): with no thread alive the scan skips characters none of them accepts.
     first: Option<Vec<usize>>,
+    /// With `first`: the bytes a match can begin at (ASCII ones exactly, every UTF-8 lead byte), so that the skip
+    /// tests 16 bytes per loop iteration (each iteration costs a trip to the host's termination guard).
+    first_bytes: [bool; 256],
 }
 
 /// A set of program counters with their match start, in priority order, deduplicated by pc (a sparse set).
@@ -662,8 +665,13 @@ impl Regex {
         let mut c = Compiler { prog: Vec::new(), classes: Vec::new() };
         c.node(&node)?;
         c.push(Inst::Match)?;
-        let mut re = Regex { prog: c.prog, classes: c.classes, first: None };
+        let mut re = Regex { prog: c.prog, classes: c.classes, first: None, first_bytes: [false; 256] };
         re.first = re.first_insts();
+        if let Some(first) = &re.first {
+            for b in 0..=255u8 {
+                re.first_bytes[b as usize] = b >= 0xC0 || (b < 0x80 && first.iter().any(|&pc| re.step_matches(pc, b as char)));
+            }
+        }
         Ok(re)
     }
 
@@ -765,6 +773,39 @@ impl Regex {
         }
     }
 
+    /// The first position from `pos` (a char boundary) whose byte is in `first_bytes`, or the end: a char
+    /// boundary, since continuation bytes are not in the set.
+    fn skip(&self, b: &[u8], mut pos: usize) -> usize {
+        let t = &self.first_bytes;
+        while pos + 16 <= b.len() {
+            let c = &b[pos..pos + 16];
+            let hit = t[c[0] as usize]
+                | t[c[1] as usize]
+                | t[c[2] as usize]
+                | t[c[3] as usize]
+                | t[c[4] as usize]
+                | t[c[5] as usize]
+                | t[c[6] as usize]
+                | t[c[7] as usize]
+                | t[c[8] as usize]
+                | t[c[9] as usize]
+                | t[c[10] as usize]
+                | t[c[11] as usize]
+                | t[c[12] as usize]
+                | t[c[13] as usize]
+                | t[c[14] as usize]
+                | t[c[15] as usize];
+            if hit {
+                break;
+            }
+            pos += 16;
+        }
+        while pos < b.len() && !t[b[pos] as usize] {
+            pos += 1;
+        }
+        pos
+    }
+
     fn run(&self, text: &str, start: usize, earliest: bool) -> Option<(usize, usize)> {
         let n = self.prog.len();
         let mut clist = Threads::new(n);
@@ -776,6 +817,7 @@ impl Regex {
             if matched.is_none() {
                 if clist.list.is_empty() {
                     if let Some(first) = &self.first {
+                        pos = self.skip(text.as_bytes(), pos);
                         match text[pos..].char_indices().find(|&(_, c)| first.iter().any(|&pc| self.step_matches(pc, c))) {
                             Some((skip, _)) => pos += skip,
                             None => return None,

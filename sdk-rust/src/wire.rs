@@ -178,7 +178,10 @@ fn field(b: &[u8], off: usize) -> Result<(u8, usize, usize), (u8, DecodeErrorKin
 }
 
 fn text(b: &[u8]) -> Cow<'_, str> {
-    String::from_utf8_lossy(b)
+    match crate::ascii::to_str(b) {
+        Ok(s) => Cow::Borrowed(s),
+        Err(_) => String::from_utf8_lossy(b),
+    }
 }
 
 /// Decodes an Input strictly, as hostapi.DecodeInput does.

@@ -26,7 +26,7 @@ fn check(input: &Input) -> Outcome {
         }
     }
 
-    let lower = input.text.to_lowercase();
+    let lower = gateway_plugin_sdk::ascii::to_lowercase(input.text);
     let matched_words: Vec<&String> = words.iter().filter(|w| !w.is_empty() && contains_word(&lower, &w.to_lowercase())).collect();
     let mut matched_patterns = Vec::new();
     for p in &patterns {

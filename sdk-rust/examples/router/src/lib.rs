@@ -4,6 +4,7 @@
 //!
 //! Parameters: "min_chars" (a number), "non_english" (a boolean, default true) and "min_max_tokens" (a number).
 
+use gateway_plugin_sdk::ascii::{chunk_ascii_letters, count_chars, CHUNK};
 use gateway_plugin_sdk::unicode::{is_latin, is_letter};
 use gateway_plugin_sdk::{log, plugin, request_field, Input, Level};
 
@@ -16,7 +17,7 @@ const MIN_ACCENTED: usize = 2;
 
 fn route(input: &Input) -> bool {
     if let Some(min) = input.param_i64("min_chars") {
-        let n = input.text.chars().count();
+        let n = count_chars(input.text);
         if n as i64 > min {
             log(Level::Debug, &format!("router: prompt has {n} characters, more than min_chars"));
             return true;
@@ -43,12 +44,33 @@ fn route(input: &Input) -> bool {
 /// Why the text does not look English, or None when it may be. Only letters count.
 fn script(text: &str) -> Option<&'static str> {
     let (mut letters, mut non_latin, mut accented) = (0usize, 0usize, 0usize);
-    for c in text.chars().filter(|&c| is_letter(c)) {
-        letters += 1;
-        if !is_latin(c) {
-            non_latin += 1;
-        } else if !c.is_ascii() {
-            accented += 1;
+    let b = text.as_bytes();
+    let mut at = 0;
+    while at < b.len() {
+        // ASCII letters are Latin and not accented: an ASCII chunk only adds to the letters.
+        if at + CHUNK <= b.len() {
+            if let Some(n) = chunk_ascii_letters(b, at) {
+                letters += n;
+                at += CHUNK;
+                continue;
+            }
+        }
+        // Otherwise one chunk's worth of characters, one by one (at stays on a char boundary).
+        let end = (at + CHUNK).min(b.len());
+        for c in text[at..].chars() {
+            if at >= end {
+                break;
+            }
+            at += c.len_utf8();
+            if !is_letter(c) {
+                continue;
+            }
+            letters += 1;
+            if !is_latin(c) {
+                non_latin += 1;
+            } else if !c.is_ascii() {
+                accented += 1;
+            }
         }
     }
     if letters == 0 {
@@ -63,3 +85,42 @@ fn script(text: &str) -> Option<&'static str> {
 }
 
 plugin!(condition = route);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The chunked scan must count as a plain one does, wherever the non-ASCII letters fall.
+    #[test]
+    fn script_as_per_char() {
+        fn plain(text: &str) -> Option<&'static str> {
+            let (mut letters, mut non_latin, mut accented) = (0usize, 0usize, 0usize);
+            for c in text.chars().filter(|&c| is_letter(c)) {
+                letters += 1;
+                if !is_latin(c) {
+                    non_latin += 1;
+                } else if !c.is_ascii() {
+                    accented += 1;
+                }
+            }
+            if letters == 0 {
+                None
+            } else if non_latin as f64 >= NON_LATIN_SHARE * letters as f64 {
+                Some("non-Latin script")
+            } else if accented >= MIN_ACCENTED && accented as f64 >= ACCENTED_SHARE * letters as f64 {
+                Some("accented Latin letters")
+            } else {
+                None
+            }
+        }
+        let base = "Where is the station? 12 [x] `y` {z} @home. ";
+        for n in [0, 10, 63, 64, 65, 130, 400] {
+            let ascii: String = base.chars().cycle().take(n).collect();
+            for mix in ["", "é", "éàü", "東京の天気", "Москве", "π/τ α"] {
+                for text in [format!("{ascii}{mix}"), format!("{mix}{ascii}"), format!("{ascii}{mix}{ascii}{mix}")] {
+                    assert_eq!(script(&text), plain(&text), "{text:?}");
+                }
+            }
+        }
+    }
+}
