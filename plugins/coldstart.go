@@ -2,6 +2,7 @@ package plugins
 
 import (
 	"context"
+	"crypto/sha256"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -21,8 +22,8 @@ type CacheUse string
 
 const (
 	// CacheHit: the load compiled nothing; the code came from CacheDir (an earlier process compiled it) or
-	// from this process's memory (the Validate of an upload, or another workspace's load, compiled it just
-	// before).
+	// from this process's memory (another workspace's load compiled it). After an upload, the load reports the
+	// compile of the upload's Validate instead, which is the real one.
 	CacheHit CacheUse = "hit"
 	// CacheMiss: the load compiled the module.
 	CacheMiss CacheUse = "miss"
@@ -88,18 +89,32 @@ func (e *Engine) compileTimed(ctx context.Context, rt wazero.Runtime, id string,
 	if err != nil {
 		return nil, err
 	}
-	lm := &loadedModule{CompiledModule: compiled, plugin: id, compile: time.Since(start), cache: CacheUnknown,
-		onInstantiate: e.opts.OnInstantiate}
-	if after := e.cacheFiles(); before != nil && after != nil {
-		lm.cache = CacheHit
-		for name, mod := range after {
-			if was, ok := before[name]; !ok || !was.Equal(mod) {
-				lm.cache = CacheMiss
-				break
-			}
+	lm := &loadedModule{CompiledModule: compiled, plugin: id, compile: time.Since(start),
+		cache: cacheUse(before, e.cacheFiles()), onInstantiate: e.opts.OnInstantiate}
+	if lm.cache != CacheMiss {
+		// An upload's Validate compiled the module just before: its compile is the one this load stands for.
+		sum := sha256.Sum256(wasm)
+		e.vmu.Lock()
+		if c := e.checked[sum]; c != nil && c.compile > 0 {
+			lm.compile, lm.cache = c.compile, c.cache
+			c.compile = 0
 		}
+		e.vmu.Unlock()
 	}
 	return lm, nil
+}
+
+// cacheUse tells a compile's use of CacheDir from its files before and after (cacheFiles; nil: no CacheDir).
+func cacheUse(before, after map[string]time.Time) CacheUse {
+	if before == nil || after == nil {
+		return CacheUnknown
+	}
+	for name, mod := range after {
+		if was, ok := before[name]; !ok || !was.Equal(mod) {
+			return CacheMiss
+		}
+	}
+	return CacheHit
 }
 
 // cacheFiles returns the files of CacheDir with their modification times, or nil without a CacheDir or when it

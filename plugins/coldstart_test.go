@@ -1,6 +1,7 @@
 package plugins
 
 import (
+	"context"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -141,5 +142,25 @@ func TestColdStartGoGuest(t *testing.T) {
 	compiles, instantiated := heard.take()
 	if len(compiles) != 2 || compiles[0] != "basic hit" || compiles[1] != "basic hit" || instantiated["basic"] != 3 {
 		t.Errorf("heard compiles %q and instantiations %v, want [basic hit, basic hit] and 3", compiles, instantiated)
+	}
+}
+
+// An upload validates, then loads: the load finds the module compiled by the validation, and reports that
+// compile (a miss into an empty CacheDir), once; a later load elsewhere is a hit again.
+func TestColdStartUploadReportsValidationCompile(t *testing.T) {
+	wasm := abiModule().bytes()
+	opts := testOptions(t)
+	opts.cache, opts.CacheDir = nil, t.TempDir()
+	e := newEngine(t, opts)
+	if err := e.Validate(context.Background(), wasm); err != nil {
+		t.Fatal(err)
+	}
+	load(t, e, wsA, "m", wasm)
+	if s := coldStats(t, e, wsA, "m", 1); s.CompileCache != CacheMiss || s.Compile <= 0 {
+		t.Errorf("the upload's load: %q %v, want the validation's miss", s.CompileCache, s.Compile)
+	}
+	load(t, e, wsB, "m", wasm)
+	if s := coldStats(t, e, wsB, "m", 1); s.CompileCache != CacheHit {
+		t.Errorf("a later load of the same module: %q, want a hit", s.CompileCache)
 	}
 }

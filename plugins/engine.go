@@ -194,6 +194,10 @@ type Engine struct {
 type checked struct {
 	err      error
 	compiled wazero.CompiledModule
+	// compile and cache are the validation's compile, reported by the load that follows it (which finds the
+	// code compiled in memory) in its place, once.
+	compile time.Duration
+	cache   CacheUse
 }
 
 // maxChecked bounds the Validate results kept (each may pin a compiled module, tens of MB for a Go guest).

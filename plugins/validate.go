@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
@@ -113,7 +114,9 @@ func (e *Engine) Validate(ctx context.Context, wasm []byte) error {
 		e.vrt = rt
 	}
 	res := &checked{}
+	before, start := e.cacheFiles(), time.Now()
 	compiled, err := e.compile(ctx, e.vrt, wasm)
+	res.compile, res.cache = time.Since(start), cacheUse(before, e.cacheFiles())
 	switch {
 	case err != nil:
 		res.err = err
