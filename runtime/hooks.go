@@ -67,16 +67,25 @@ func (e *Engine) hooks(st *state, n *config.Node) (*guardrails.Set, error) {
 	if len(n.BeforeHooks)+len(n.AfterHooks)+len(n.InputGuardrails)+len(n.OutputGuardrails) == 0 {
 		return nil, nil
 	}
-	key := st.planHash + "\x00" + n.Path + "\x00" + st.req.Key.WorkspaceID
+	workspaceID := st.req.Key.WorkspaceID
+	return e.compiledSet(st.planHash+"\x00"+n.Path+"\x00"+workspaceID, func(plugins guardrails.PluginChecks) (*guardrails.Set, error) {
+		prefix := strings.TrimPrefix(strings.TrimPrefix(n.Path, "config"), ".")
+		return guardrails.Compile(workspaceID, prefix, n.BeforeHooks, n.AfterHooks, n.InputGuardrails,
+			n.OutputGuardrails, e.savedGuardrails, plugins)
+	})
+}
+
+// compiledSet is the set cached under key, compiled on a miss (with the workspace's stored plugins) and given
+// the gateway's error policy. A set naming a plugin the workspace lacks is not kept: the plugin may be uploaded
+// before the next request.
+func (e *Engine) compiledSet(key string, compile func(guardrails.PluginChecks) (*guardrails.Set, error)) (*guardrails.Set, error) {
 	if v, ok := e.hookSets.m.Load(key); ok {
 		entry := v.(hookSetEntry)
 		return entry.set, entry.err
 	}
-	prefix := strings.TrimPrefix(strings.TrimPrefix(n.Path, "config"), ".")
-	set, err := guardrails.Compile(st.req.Key.WorkspaceID, prefix, n.BeforeHooks, n.AfterHooks, n.InputGuardrails,
-		n.OutputGuardrails, e.savedGuardrails, RequireStoredPlugins(e.store, e.pluginChecks))
+	set, err := compile(RequireStoredPlugins(e.store, e.pluginChecks))
 	if errors.Is(err, guardrails.ErrNoPlugin) {
-		return nil, err // not kept: the plugin may be uploaded before the next request
+		return nil, err
 	}
 	if err == nil {
 		set = set.WithErrorPolicy(guardrails.ErrorPolicy{Fail: e.hookSets.failChecks, Report: e.checkErrored})

@@ -3,7 +3,6 @@ package runtime
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"net/http"
 	"strings"
 	"sync"
@@ -29,24 +28,9 @@ func (e *Engine) ToolHooks(workspaceID, configText string) (*guardrails.Set, err
 	if len(plan.BeforeToolCall)+len(plan.AfterToolCall) == 0 {
 		return nil, nil
 	}
-	key := plan.Hash + "\x00tools\x00" + workspaceID
-	if v, ok := e.hookSets.m.Load(key); ok {
-		entry := v.(hookSetEntry)
-		return entry.set, entry.err
-	}
-	set, err := guardrails.CompileTools(workspaceID, "", plan.BeforeToolCall, plan.AfterToolCall, e.savedGuardrails,
-		RequireStoredPlugins(e.store, e.pluginChecks))
-	if errors.Is(err, guardrails.ErrNoPlugin) {
-		return nil, err // not kept: the plugin may be uploaded before the next call
-	}
-	if err == nil {
-		set = set.WithErrorPolicy(guardrails.ErrorPolicy{Fail: e.hookSets.failChecks, Report: e.checkErrored})
-	}
-	if e.hookSets.n.Add(1) > maxHookSets {
-		e.ForgetCompiledHooks()
-	}
-	e.hookSets.m.Store(key, hookSetEntry{set: set, err: err})
-	return set, err
+	return e.compiledSet(plan.Hash+"\x00tools\x00"+workspaceID, func(plugins guardrails.PluginChecks) (*guardrails.Set, error) {
+		return guardrails.CompileTools(workspaceID, "", plan.BeforeToolCall, plan.AfterToolCall, e.savedGuardrails, plugins)
+	})
 }
 
 // RunToolHooks runs one stage of a tool call's hooks on text (the arguments' JSON text before the call, the
