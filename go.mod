@@ -86,6 +86,7 @@ require (
 	github.com/klauspost/compress v1.20.1
 	github.com/kr/pretty v0.3.1 // indirect
 	github.com/kr/text v0.2.0 // indirect
+	github.com/llmgw/gateway/sdk-guest v0.0.0-00010101000000-000000000000
 	github.com/mattn/go-colorable v0.1.13 // indirect
 	github.com/mattn/go-isatty v0.0.20 // indirect
 	github.com/mattn/go-runewidth v0.0.16 // indirect
@@ -109,3 +110,5 @@ require (
 	golang.org/x/text v0.42.0 // indirect
 	google.golang.org/protobuf v1.36.12
 )
+
+replace github.com/llmgw/gateway/sdk-guest => ./sdk-guest

@@ -33,6 +33,10 @@ const (
 	ExportVersion = "gateway_abi_version"
 	// ExportMemory is the name a v1.1 guest must export its linear memory under.
 	ExportMemory = "memory"
+	// ExportTransform is the optional gateway_transform(kind i32, ptr i32, len i32) -> i64 of a guest that
+	// rewrites bodies (mutator hooks): called with KindTransform, the same buffers and return value as
+	// ExportCall. A guest without it is refused only where a mutator names it.
+	ExportTransform = "gateway_transform"
 )
 
 // Host functions of ModuleName.
@@ -40,6 +44,9 @@ const (
 	ImportLog          = "log"
 	ImportNowUnixMs    = "now_unix_ms"
 	ImportRequestField = "request_field"
+	// ImportKVGet (ABI v1.1) is kv_get(key_ptr, key_len, out_ptr, out_cap) -> i32: a value of the workspace's
+	// plugin key-value store, as request_field answers a request field. A guest that imports it needs a v1.1 host.
+	ImportKVGet = "kv_get"
 )
 
 // Kind says what a call asks of the plugin.
@@ -49,6 +56,8 @@ type Kind int32
 const (
 	KindCheck     Kind = 1
 	KindCondition Kind = 2
+	// KindTransform is a call of ExportTransform: Input.Body is the body to rewrite, Output.Body the new one.
+	KindTransform Kind = 3
 )
 
 // Log levels of the log host function.
@@ -72,6 +81,7 @@ const (
 	TagEndpoint      byte = 9
 	TagTool          byte = 10
 	TagMCPServer     byte = 11
+	TagBody          byte = 12 // ABI v1.1: the JSON body a transform call rewrites
 )
 
 // Output field tags.
@@ -81,6 +91,7 @@ const (
 	TagTransformedText byte = 3
 	TagError           byte = 4
 	TagMatch           byte = 5
+	TagTransformedBody byte = 6 // ABI v1.1: a transform's replacement body, one JSON object
 )
 
 // RequestView reads fields of the request being checked by path ("params.temperature", "metadata.user",

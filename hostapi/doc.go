@@ -10,11 +10,18 @@
 // # Protocol
 //
 // A guest exports ExportMarker (never called), ExportAlloc and ExportCall (and, from v1.1, ExportVersion and
-// ExportMemory), and may import the host functions ImportLog, ImportNowUnixMs and ImportRequestField from
-// ModuleName. Per call the host encodes an Input with AppendInput, asks the guest for at least InputLen bytes
+// ExportMemory), and may import the host functions ImportLog, ImportNowUnixMs and ImportRequestField (and, from
+// v1.1, ImportKVGet) from ModuleName; the import module name gateway_guard is reserved for the host (its runaway
+// guard), and a guest importing from it is refused. Per call the host encodes an Input with AppendInput, asks the guest for at least InputLen bytes
 // with gateway_alloc(size) -> ptr (a v1.1 guest: only when its last buffer is too small), writes them there,
 // calls gateway_call(kind, ptr, len) -> (out_ptr<<32 | out_len), and decodes the bytes at out_ptr with
 // DecodeOutput (0 decodes as NewOutput(), a pass with no data).
+//
+// A guest that rewrites bodies (a mutator hook's plugin, ABI v1.1) also exports ExportTransform,
+// gateway_transform(kind, ptr, len) -> (out_ptr<<32 | out_len), with the same buffers, the same sandbox and
+// the same deadline as gateway_call: the host calls it with KindTransform, an Input whose Body holds the body
+// and an empty Text, and reads Output.Body, the replacement (absent: unchanged). The export is optional: the
+// host calls it only for checks of a mutator hook, and refuses a mutator naming a plugin without it.
 //
 // # ABI v1.1
 //
@@ -35,13 +42,22 @@
 // The output gateway_call returns is read by the host before its next call into the guest, as in v1.0: a
 // guest may reuse its output buffer from call to call.
 //
+// v1.1 adds the host function ImportKVGet, kv_get(key_ptr, key_len, out_ptr, out_cap) -> i32: the value stored
+// under the key (bytes at key_ptr) in the plugin key-value store of the plugin's workspace, which admins fill
+// through the admin API (/v1/plugin-kv). It answers -1 when the key is absent, otherwise the value's length,
+// having written the value at out_ptr only when it fits in out_cap (nothing is written otherwise: the guest
+// calls again with a buffer of that length). A key or buffer outside the guest's memory traps, as for
+// ImportRequestField. A guest that imports kv_get does not load on a v1.0 host (the import is missing there).
+//
 // # Wire encoding
 //
 // Input and Output are sequences of fields, each [tag u8][len u32 little-endian][len bytes]. Unknown tags are
 // skipped. Input fields: TagText, TagModel, TagMetadataKey immediately followed by TagMetadataValue (repeated),
 // TagParamName immediately followed by TagParamValue (the parameter's JSON text, repeated), TagCheckID, TagStage,
-// TagEndpoint, TagTool, TagMCPServer. Output fields: TagVerdict (one byte, 1 pass, 0 fail; pass when absent),
-// TagData (a JSON object), TagTransformedText, TagError, TagMatch (one byte; not matched when absent).
+// TagEndpoint, TagTool, TagMCPServer, TagBody (v1.1: the JSON body of a transform call). Output fields:
+// TagVerdict (one byte, 1 pass, 0 fail; pass when absent), TagData (a JSON object), TagTransformedText,
+// TagError, TagMatch (one byte; not matched when absent), TagTransformedBody (v1.1: a transform's replacement
+// body, one JSON object; the body is unchanged when absent).
 //
 // # What an Input describes
 //
@@ -52,6 +68,14 @@
 // (Stage "before") or the result's text (Stage "after"). A routing condition has Stage "condition". TagTool and
 // TagMCPServer were added within ABI v1: a guest built before them skips them as unknown tags.
 //
+// A transform call (KindTransform, gateway_transform) carries the body instead of the text: Body is the
+// request in OpenAI's shape (Stage "before"; endpoints "chat", "completions" and "embeddings", a prompt's
+// completion after rendering) or the non-streamed answer in OpenAI's shape (Stage "after"), Text is empty, and
+// Model, Metadata, Params, CheckID and Endpoint are as for a check. The replacement (Output.Body) must be one
+// JSON object of at most twice the input's size; for a request the host runs on it the validator the route ran
+// on the caller's body, and it may not change "stream". A replacement the host refuses, or a transform of a
+// streamed answer, is a check error (its failOnError decides). Verdict, data and error keep their meaning.
+//
 // # Decoding rules, for a guest in any language
 //
 // Decoding is strict where the encoder never varies, and a decoder in any language must follow these rules
@@ -60,8 +84,9 @@
 //  1. A field is a tag byte, a length as 4 bytes little-endian unsigned, then that many bytes. A header shorter
 //     than 5 bytes, or a length running past the end of the buffer, is an error (ErrTruncated).
 //  2. Fields of an unknown tag are skipped, whatever their length: later versions add tags.
-//  3. A singular field (Input: text, model, check id, stage, endpoint, tool, MCP server; Output: verdict, data,
-//     transformed text, error, match) that appears twice is an error (ErrDuplicate), never "the last one wins".
+//  3. A singular field (Input: text, model, check id, stage, endpoint, tool, MCP server, body; Output: verdict,
+//     data, transformed text, error, match, body) that appears twice is an error (ErrDuplicate), never "the
+//     last one wins".
 //  4. A metadata key is immediately followed by its metadata value, and a parameter name by its parameter
 //     value; a key or name at the end of the buffer or followed by another tag, or a value not preceded by its
 //     key, is an error (ErrUnpaired). Keys may repeat: metadata and parameters are lists in the order sent, and
@@ -70,8 +95,8 @@
 //     UTF-8 as sent, never normalised or re-encoded. A parameter value is the parameter's JSON text, verbatim.
 //  6. Verdict and match are exactly one byte, 0 or 1 (otherwise ErrBadFlag). An absent verdict is a pass, an
 //     absent match is no match; an empty output (gateway_call returning 0) is a pass with no data.
-//  7. Output data, when present, must be one JSON object: the host fails the call otherwise. An error field,
-//     when non-empty, makes the call a check error whatever the verdict.
+//  7. Output data, when present, must be one JSON object: the host fails the call otherwise; so must an output
+//     body. An error field, when non-empty, makes the call a check error whatever the verdict.
 //
 // A decoding error is reported as a *DecodeError wrapping ErrTruncated, ErrDuplicate, ErrUnpaired or ErrBadFlag.
 // Decoders never panic on any input.
@@ -79,7 +104,7 @@
 // # Allocation
 //
 // AppendInput and AppendOutput do not allocate when dst has room (reuse a buffer, or size it with InputLen /
-// OutputLen). DecodeInput makes one string copy of its buffer and slices every string out of it. DecodeOutput
+// OutputLen). DecodeInput makes one copy of its buffer and slices every string (and the body) out of it. DecodeOutput
 // allocates nothing for a verdict or match alone and one buffer otherwise; its results never alias the buffer
 // decoded, so it may be a view of guest memory.
 //
@@ -91,3 +116,6 @@
 //	var out hostapi.Output
 //	if err := hostapi.DecodeOutput(guestMemory[r>>32:][:uint32(r)], &out); err != nil { ... }
 package hostapi
+
+// The guest SDK's module keeps a copy of this package's files; regenerate it after every change here.
+//go:generate go run ./internal/gensdkcopy

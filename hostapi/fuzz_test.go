@@ -15,6 +15,8 @@ func FuzzDecodeInput(f *testing.F) {
 	f.Add([]byte{TagMetadataKey, 1, 0, 0, 0, 'k'})
 	f.Add(AppendInput(nil, &Input{Text: `{"path":"/tmp/x"}`, Stage: "before", Endpoint: "mcp", Tool: "read_file", MCPServer: "files"}))
 	f.Add([]byte{TagTool, 1, 0, 0, 0, 't', TagTool, 0, 0, 0, 0})
+	f.Add(AppendInput(nil, &Input{CheckID: "sys.prompt", Stage: "before", Endpoint: "chat", Body: []byte(`{"model":"m"}`)}))
+	f.Add([]byte{TagBody, 2, 0, 0, 0, '{', '}', TagBody, 0, 0, 0, 0})
 	f.Fuzz(func(t *testing.T, b []byte) {
 		var in Input
 		if err := DecodeInput(b, &in); err != nil {
@@ -39,6 +41,8 @@ func FuzzDecodeOutput(f *testing.F) {
 	f.Add([]byte{})
 	f.Add(AppendOutput(nil, &Output{Data: []byte(`{"a":1}`), Error: "e", Match: true}))
 	f.Add([]byte{TagVerdict, 1, 0, 0, 0, 2})
+	f.Add(AppendOutput(nil, &Output{Verdict: true, Body: []byte(`{"model":"m"}`)}))
+	f.Add([]byte{TagTransformedBody, 0, 0, 0, 0, TagTransformedBody, 0, 0, 0, 0})
 	f.Fuzz(func(t *testing.T, b []byte) {
 		var out Output
 		if err := DecodeOutput(b, &out); err != nil {

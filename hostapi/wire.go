@@ -43,6 +43,9 @@ type Input struct {
 	// MCPServer is the registry ID of the upstream MCP server the tool call goes to. It is set only for a tool
 	// call.
 	MCPServer string
+	// Body is the JSON body a transform call (KindTransform) rewrites: the request in OpenAI shape (Stage
+	// "before") or the answer (Stage "after"). It is empty for checks and conditions (ABI v1.1, TagBody).
+	Body []byte
 }
 
 // Output is what gateway_call returns to the host.
@@ -61,6 +64,9 @@ type Output struct {
 	Error string
 	// Match is a condition's answer: true when matched. It is false when the field is absent from the wire.
 	Match bool
+	// Body is a transform's replacement body, one JSON object, or nil when the body is left as it was (ABI
+	// v1.1, TagTransformedBody).
+	Body []byte
 }
 
 // NewOutput returns the Output of an empty encoding: a pass, no data, no match.
@@ -138,6 +144,9 @@ func InputLen(in *Input) int {
 	for _, kv := range in.Params {
 		n += 2*HeaderSize + len(kv.Key) + len(kv.Value)
 	}
+	if len(in.Body) > 0 {
+		n += HeaderSize + len(in.Body)
+	}
 	return n
 }
 
@@ -177,6 +186,9 @@ func AppendInput(dst []byte, in *Input) []byte {
 	if in.MCPServer != "" {
 		dst = appendField(dst, TagMCPServer, in.MCPServer)
 	}
+	if len(in.Body) > 0 {
+		dst = appendBytesField(dst, TagBody, in.Body)
+	}
 	return dst
 }
 
@@ -197,12 +209,12 @@ func field(b []byte, off int) (tag byte, start, end int, err error) {
 // DecodeInput decodes b into in, replacing every field of in. It reuses the capacity of in.Metadata and
 // in.Params.
 //
-// The strings of in never alias b: DecodeInput makes one string copy of b and slices every field out of it, so
-// b may be reused at once and the strings may be kept. That copy is the only allocation once in.Metadata and
-// in.Params have room.
+// The strings and the Body of in never alias b: DecodeInput makes one copy of b and slices every field out of
+// it, so b may be reused at once and the fields may be kept. That copy is the only allocation once in.Metadata
+// and in.Params have room. Body has no spare capacity, so appending to it copies.
 //
-// Unknown tags are skipped. A truncated field, a repeated text, model, check id, stage, endpoint, tool or MCP
-// server, or a metadata key or param name not directly followed by its value (or a value without a key) is an
+// Unknown tags are skipped. A truncated field, a repeated text, model, check id, stage, endpoint, tool, MCP
+// server or body, or a metadata key or param name not directly followed by its value (or a value without a key) is an
 // error wrapped in a *DecodeError; on error in is left in an unspecified state. DecodeInput never panics.
 func DecodeInput(b []byte, in *Input) error {
 	md, params := in.Metadata[:0], in.Params[:0]
@@ -211,7 +223,10 @@ func DecodeInput(b []byte, in *Input) error {
 	if len(b) == 0 {
 		return nil
 	}
-	s := string(b)
+	// The strings are made over parts of the copy that nothing writes; Body is the only view of its part.
+	cp := make([]byte, len(b))
+	copy(cp, b)
+	s := bytesString(cp)
 	var seen uint16 // bit per singular tag
 	for off := 0; off < len(b); {
 		tag, start, end, err := field(b, off)
@@ -220,7 +235,7 @@ func DecodeInput(b []byte, in *Input) error {
 		}
 		next := end
 		switch tag {
-		case TagText, TagModel, TagCheckID, TagStage, TagEndpoint, TagTool, TagMCPServer:
+		case TagText, TagModel, TagCheckID, TagStage, TagEndpoint, TagTool, TagMCPServer, TagBody:
 			if seen&(1<<tag) != 0 {
 				return &DecodeError{What: "input", Offset: off, Tag: tag, Err: ErrDuplicate}
 			}
@@ -241,6 +256,10 @@ func DecodeInput(b []byte, in *Input) error {
 				in.Tool = v
 			case TagMCPServer:
 				in.MCPServer = v
+			case TagBody:
+				if end > start {
+					in.Body = cp[start:end:end]
+				}
 			}
 		case TagMetadataKey, TagParamName:
 			if end == len(b) {
@@ -283,12 +302,15 @@ func OutputLen(out *Output) int {
 	if out.Match {
 		n += HeaderSize + 1
 	}
+	if out.Body != nil {
+		n += HeaderSize + len(out.Body)
+	}
 	return n
 }
 
 // AppendOutput appends the encoding of out to dst and returns the extended slice. The verdict is always written;
-// data when non-nil, the transformed text when HasTransformedText, the error when non-empty and the match when
-// true. It does not allocate when dst has room for OutputLen(out) more bytes.
+// data when non-nil, the transformed text when HasTransformedText, the error when non-empty, the match when
+// true and the body when non-nil. It does not allocate when dst has room for OutputLen(out) more bytes.
 func AppendOutput(dst []byte, out *Output) []byte {
 	dst = slices.Grow(dst, OutputLen(out))
 	dst = appendFlag(dst, TagVerdict, out.Verdict)
@@ -304,6 +326,9 @@ func AppendOutput(dst []byte, out *Output) []byte {
 	if out.Match {
 		dst = appendFlag(dst, TagMatch, true)
 	}
+	if out.Body != nil {
+		dst = appendBytesField(dst, TagTransformedBody, out.Body)
+	}
 	return dst
 }
 
@@ -311,24 +336,24 @@ func AppendOutput(dst []byte, out *Output) []byte {
 // NewOutput(): a pass with no data.
 //
 // out never aliases b, so b may be a view of guest memory. DecodeOutput allocates nothing for an output made of
-// a verdict and a match only; otherwise it allocates one buffer that holds Data, TransformedText and Error
-// (Data has no spare capacity, so appending to it copies).
+// a verdict and a match only; otherwise it allocates one buffer that holds Data, TransformedText, Error and Body
+// (Data and Body have no spare capacity, so appending to them copies).
 //
 // Unknown tags are skipped. A truncated field, a repeated field or a verdict or match that is not one byte of 0
 // or 1 is an error wrapped in a *DecodeError; on error out is left in an unspecified state. DecodeOutput does
-// not check that Data is a JSON object. It never panics.
+// not check that Data or Body is a JSON object. It never panics.
 func DecodeOutput(b []byte, out *Output) error {
 	*out = NewOutput()
 	// First pass: validate and size the variable fields.
 	var seen uint16
 	var size int
-	var data, text, msg [2]int // value bounds of the data, transformed text and error fields
+	var data, text, msg, body [2]int // value bounds of the data, transformed text, error and body fields
 	for off := 0; off < len(b); {
 		tag, start, end, err := field(b, off)
 		if err != nil {
 			return &DecodeError{What: "output", Offset: off, Tag: tag, Err: err}
 		}
-		if tag >= TagVerdict && tag <= TagMatch {
+		if tag >= TagVerdict && tag <= TagTransformedBody {
 			if seen&(1<<tag) != 0 {
 				return &DecodeError{What: "output", Offset: off, Tag: tag, Err: ErrDuplicate}
 			}
@@ -353,10 +378,13 @@ func DecodeOutput(b []byte, out *Output) error {
 		case TagError:
 			msg = [2]int{start, end}
 			size += end - start
+		case TagTransformedBody:
+			body = [2]int{start, end}
+			size += end - start
 		}
 		off = end
 	}
-	if seen&(1<<TagData|1<<TagTransformedText|1<<TagError) == 0 {
+	if seen&(1<<TagData|1<<TagTransformedText|1<<TagError|1<<TagTransformedBody) == 0 {
 		return nil
 	}
 	// Second pass: one allocation holds every variable field. The strings are made over parts of buf that
@@ -377,6 +405,9 @@ func DecodeOutput(b []byte, out *Output) error {
 	}
 	if seen&(1<<TagError) != 0 {
 		out.Error = bytesString(take(msg))
+	}
+	if seen&(1<<TagTransformedBody) != 0 {
+		out.Body = take(body)
 	}
 	return nil
 }

@@ -28,6 +28,9 @@ func sameInput(a, b *Input) bool {
 	}
 	x, y := *a, *b
 	x.Metadata, x.Params, y.Metadata, y.Params = norm(x.Metadata), norm(x.Params), norm(y.Metadata), norm(y.Params)
+	if len(x.Body) == 0 && len(y.Body) == 0 { // absent and empty decode the same
+		x.Body, y.Body = nil, nil
+	}
 	return reflect.DeepEqual(x, y)
 }
 
@@ -299,5 +302,103 @@ func TestAllocations(t *testing.T) {
 	ob := make([]byte, 0, 256)
 	if n := testing.AllocsPerRun(100, func() { ob = AppendOutput(ob[:0], &out) }); n != 0 {
 		t.Errorf("AppendOutput into a reused buffer: %v allocs, want 0", n)
+	}
+}
+
+// The transform tags are part of ABI v1.1: guests decode them by number, so their encoding is pinned.
+func TestTransformEncoding(t *testing.T) {
+	in := Input{CheckID: "sys.prompt", Body: []byte(`{"model":"m"}`)}
+	want := cat(rawField(7, "sys.prompt"), rawField(12, `{"model":"m"}`))
+	if got := AppendInput(nil, &in); !bytes.Equal(got, want) {
+		t.Fatalf("input encoding\n got %q\nwant %q", got, want)
+	}
+	out := Output{Verdict: true, Body: []byte(`{}`)}
+	if got, want := AppendOutput(nil, &out), cat(rawField(1, "\x01"), rawField(6, "{}")); !bytes.Equal(got, want) {
+		t.Fatalf("output encoding\n got %q\nwant %q", got, want)
+	}
+	if KindTransform != 3 || ExportTransform != "gateway_transform" {
+		t.Fatalf("KindTransform %d, ExportTransform %q", KindTransform, ExportTransform)
+	}
+}
+
+func TestBodyRoundTrip(t *testing.T) {
+	body := []byte(`{"model":"gpt-4o","messages":[{"role":"user","content":"hé"}]}`)
+	in := Input{Text: "t", CheckID: "sys.prompt", Stage: "before", Endpoint: "chat", Body: body}
+	b := AppendInput(nil, &in)
+	if len(b) != InputLen(&in) {
+		t.Fatalf("len = %d, InputLen = %d", len(b), InputLen(&in))
+	}
+	var got Input
+	if err := DecodeInput(b, &got); err != nil {
+		t.Fatal(err)
+	}
+	if !sameInput(&got, &in) {
+		t.Fatalf("round trip:\n got %+v\nwant %+v", got, in)
+	}
+	for i := range b {
+		b[i] = 0xAA
+	}
+	if !bytes.Equal(got.Body, body) || got.Text != "t" {
+		t.Fatal("decoded body aliases the buffer")
+	}
+	// Writing the decoded body leaves the strings decoded with it alone.
+	for i := range got.Body {
+		got.Body[i] = 'x'
+	}
+	if got.Text != "t" || got.CheckID != "sys.prompt" || got.Endpoint != "chat" {
+		t.Fatalf("writing Body changed the strings: %+v", got)
+	}
+	if cap(got.Body) != len(got.Body) {
+		t.Fatalf("Body has spare capacity %d: an append would write past it", cap(got.Body)-len(got.Body))
+	}
+
+	// A body is not sent when empty; a guest that does not know the tag skips it (rule 2).
+	if n := InputLen(&Input{Body: []byte{}}); n != 0 {
+		t.Fatalf("empty body encodes to %d bytes", n)
+	}
+	var old Input
+	if err := DecodeInput(cat(rawField(TagBody, "{}"), rawField(TagText, "x")), &old); err != nil || old.Text != "x" {
+		t.Fatalf("got %+v, %v", old, err)
+	}
+}
+
+func TestOutputBodyRoundTrip(t *testing.T) {
+	for _, out := range []Output{
+		{Verdict: true, Body: []byte(`{"model":"m","max_tokens":10}`)},
+		{Verdict: true, Body: []byte{}}, // present and empty: the host refuses it, the wire keeps it
+		{Data: []byte(`{"a":1}`), Error: "e", Body: []byte(`{}`), TransformedText: "t", HasTransformedText: true},
+	} {
+		b := AppendOutput(nil, &out)
+		if len(b) != OutputLen(&out) {
+			t.Fatalf("len = %d, OutputLen = %d", len(b), OutputLen(&out))
+		}
+		var got Output
+		if err := DecodeOutput(b, &got); err != nil {
+			t.Fatal(err)
+		}
+		for i := range b {
+			b[i] = 0
+		}
+		if !reflect.DeepEqual(got, out) {
+			t.Fatalf("round trip:\n got %+v\nwant %+v", got, out)
+		}
+	}
+	var got Output
+	if err := DecodeOutput(AppendOutput(nil, &Output{Verdict: true}), &got); err != nil || got.Body != nil {
+		t.Fatalf("no body decodes to %q, %v", got.Body, err)
+	}
+}
+
+func TestBodyDuplicates(t *testing.T) {
+	var in Input
+	if err := DecodeInput(cat(rawField(TagBody, "{}"), rawField(TagBody, "{}")), &in); !errors.Is(err, ErrDuplicate) {
+		t.Fatalf("duplicate input body: %v", err)
+	}
+	var out Output
+	if err := DecodeOutput(cat(rawField(TagTransformedBody, "{}"), rawField(TagTransformedBody, "{}")), &out); !errors.Is(err, ErrDuplicate) {
+		t.Fatalf("duplicate output body: %v", err)
+	}
+	if err := DecodeOutput(rawField(TagTransformedBody, "{}")[:6], &out); !errors.Is(err, ErrTruncated) {
+		t.Fatalf("truncated output body: %v", err)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"math"
@@ -126,6 +127,8 @@ func kindName(k hostapi.Kind) string {
 		return "check"
 	case hostapi.KindCondition:
 		return "condition"
+	case hostapi.KindTransform:
+		return "transform"
 	}
 	return "unknown"
 }
@@ -147,14 +150,13 @@ func (inst *instance) run(ctx context.Context, kind hostapi.Kind, in *hostapi.In
 		}
 	}()
 
-	cctx := ctx
-	if !v.e.opts.unguarded { // without the guard a deadline stops nothing; spare its timer
-		var cancel context.CancelFunc
-		cctx, cancel = context.WithTimeout(ctx, v.e.opts.CallTimeout)
-		defer cancel()
+	fn, export, err := inst.export(kind) // transform.go
+	if err != nil {
+		return nil, err
 	}
-	cc := &callCtx{Context: cctx, v: v, req: req}
-	defer cc.endLogs()
+	cc := inst.newCall(ctx, req, v.e.opts.CallTimeout) // guard.go: the deadline is refuel's to enforce
+	cctx := context.Context(cc)
+	defer inst.endCall()
 
 	n := uint32(len(inst.buf))
 	var ptr uint32
@@ -185,8 +187,8 @@ func (inst *instance) run(ctx context.Context, kind hostapi.Kind, in *hostapi.In
 		}
 	}
 	inst.stack[0], inst.stack[1], inst.stack[2] = uint64(uint32(kind)), uint64(ptr), uint64(n)
-	if err := inst.call.CallWithStack(cc, inst.stack); err != nil {
-		return nil, inst.failure(ctx, cctx, hostapi.ExportCall, err)
+	if err := fn.CallWithStack(cc, inst.stack); err != nil {
+		return nil, inst.failure(ctx, cctx, export, err)
 	}
 	r := inst.stack[0]
 	out := new(hostapi.Output)
@@ -222,7 +224,11 @@ func (inst *instance) failure(parent, cctx context.Context, fn string, err error
 	switch {
 	case parent.Err() != nil:
 		return fmt.Errorf("plugins: plugin %q: %s: %w", v.id, fn, parent.Err())
-	case cctx.Err() != nil:
+	case errors.Is(err, ErrClosed):
+		return fmt.Errorf("plugins: plugin %q: %s: %w", v.id, fn, ErrClosed)
+	case stoppedAtDeadline(cctx, err) && requestDeadlineOf(cctx): // the request's timer has not fired yet
+		return fmt.Errorf("plugins: plugin %q: %s: %w", v.id, fn, context.DeadlineExceeded)
+	case stoppedAtDeadline(cctx, err):
 		return fmt.Errorf("plugins: plugin %q: %w (%s)", v.id, ErrTimeout, v.e.opts.CallTimeout)
 	}
 	// wazero's message carries the wasm stack trace on the following lines: it goes to the debug log, and the

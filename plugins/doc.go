@@ -4,7 +4,7 @@
 // (export and import names, kinds, the wire encoding of Input and Output) lives in hostapi; this package is its
 // host side.
 //
-// It imports wazero, hostapi, runtime/gwerr, storage (to load the stored plugins at start) and tracing (a span
+// It imports wazero, hostapi, internal/wasmfuel (the guard's instrumentation), runtime/gwerr, storage (to load the stored plugins at start) and tracing (a span
 // per call when traces are on; Options.OnCall times each call for the metrics, OnCompile and OnInstantiate each load, coldstart.go). It must not
 // import guardrails, runtime, routes or fiber: guardrails declares the Check interface it consumes and cmd wires
 // wasm-backed checks (Engine.Call) into it.
@@ -12,12 +12,24 @@
 // # Design
 //
 //   - One wazero runtime per workspace, so that each workspace's limits are its own (wazero's memory limit is
-//     per runtime), all over one compilation cache (Options.CacheDir, keyed by the module's SHA-256): a module
+//     per runtime), all over one compilation cache (Options.CacheDir, keyed by the instrumented module's SHA-256): a module
 //     is compiled once per process however many workspaces load it, and once per machine with a CacheDir.
-//   - Runtimes use WithCloseOnContextDone(true), the only way to stop a runaway guest; every call runs under a
-//     deadline of Options.CallTimeout (100 ms) or the request's, if sooner. A guest that traps, panics, exits,
-//     runs out of memory (Options.MemoryLimitMiB, 64) or outlives its deadline makes the call fail (ErrTrap,
-//     ErrTimeout) and its instance is closed, never reused.
+//   - A fuel counter stops runaway guests (guard.go), not wazero's WithCloseOnContextDone, whose compiled code
+//     exits to Go at every loop back-edge and which starts a goroutine per guest call. At load the module is
+//     instrumented (internal/wasmfuel): a mutable global charged at each function entry and each loop
+//     iteration with a static bound of the instructions that follow, and an import gateway_guard.refuel that
+//     the guest calls when it runs out, every 2^20 counted instructions. refuel is where the host reads the
+//     clock: it stops the guest (a panic in the host function, which wazero returns as the call's error) once
+//     the call's deadline has passed, the request's context has ended or the engine has closed, and otherwise
+//     hands out the next stretch. Any endless run must loop or call without end, so it pays at every turn: a
+//     runaway guest overshoots its deadline by one stretch (0.1–0.3 ms measured). The deadline is a time kept in
+//     the call's context, Options.CallTimeout (100 ms) from the call's start or the request's deadline if
+//     sooner (no timer per call); instantiation (_initialize) and the load's first calls get 5 s the same way.
+//     What is compiled and cached is the instrumented module (instrumenting is deterministic, ~20 ms per MB);
+//     the version's SHA-256, the stored bytes and Stats are the uploaded module's. The import module name
+//     gateway_guard is reserved: a guest importing from it is a 400. A guest that traps, panics, exits, runs out
+//     of memory (Options.MemoryLimitMiB, 64) or outlives its deadline makes the call fail (ErrTrap, ErrTimeout)
+//     and its instance is closed, never reused.
 //   - Guests get no file system, no environment, no arguments, no network (wasip1 has none), the real clocks, a
 //     nanosleep that returns at once and crypto/rand. Their stdout is discarded; the start of their stderr is
 //     kept for the error of a failed call (a Go guest's "panic: …") and the debug log. Their log host calls are
@@ -49,16 +61,22 @@
 //
 // A call to a v1.0 guest makes two guest calls (gateway_alloc, gateway_call). A v1.1 guest keeps its
 // gateway_alloc buffer until its next gateway_alloc, so each instance remembers its last buffer and a call
-// whose input fits makes one guest call (gateway_call); buffers are asked in powers of two from 1 KiB. With the guard on, wazero starts a goroutine per
-// guest call (a no-op call with a 1 KB input: 3–5 µs, 0.6 µs without) and its compiled code exits to Go at
-// every loop back-edge to check for closure, so guests pay per loop iteration. On the examples
-// (guard_bench_test.go; best of 3, 2 loaded cores) the guard makes a call 4–16× slower:
-// denylist/pii/router 7.7/7.3/10.8× (1 KB) and 8.5/7.8/5.4× (64 KB) for the Go guests, 4.0/4.6/11.9× and
-// 4.0/5.2/15.7× for the Rust ones. Tight byte loops (router's script scan) suffer most. Rust guests are 2–8×
-// faster than Go guests either way; on 64 KB the Go denylist (0.33 s guarded, 0.04 s not) and pii (0.93 s,
-// 0.12 s) and the guarded Rust pii (0.11 s) outlived the default CallTimeout on those cores. Go guests
-// are ~2–4 MB, compile in seconds (a fraction of a second from CacheDir) and take 10–20 ms and 4–8 MiB per
-// instance.
+// whose input fits makes one guest call (gateway_call); buffers are asked in powers of two from 1 KiB.
+//
+// The guard costs no goroutine, timer or allocation per call: a clock read for the deadline, a charge per
+// function entry and loop iteration (a few machine instructions on a global) and a refuel (~0.1 µs) per 2^20
+// counted instructions. Figures are from 2 noisy shared cores (other jobs kept the load average at 4–14), so
+// compare within a run. A no-op call with a 1 KB input (bench_test.go BenchmarkCall, best of 5, the old guard
+// and the new measured back to back) takes 0.77 µs guarded vs 0.65 µs unguarded for a v1.0 guest and 0.71
+// vs 0.57 µs for v1.1, with one allocation; WithCloseOnContextDone took 6.1 and 3.3 µs and 10–13 allocations.
+// On the examples (guard_bench_test.go, best of 3) guarded/unguarded is now 1.0–1.3×, where
+// WithCloseOnContextDone made it 2.6–19×: denylist/pii/router 1.3/1.0/1.1× on 64 KB for Go (was
+// 9.8/9.0/18.8×), 1.1/1.0/1.1× for Rust (was 3.6/6.7/7.0×), 1.1/–/1.3× for AssemblyScript (no earlier
+// figure; its pii's unguarded runs were too noisy to say), and 1.0–1.2× on 1 KB for Rust and AssemblyScript
+// (Rust was 7.6–13.6×). The worst case is a loop doing almost nothing per iteration: a byte-summing loop over
+// 64 KB (guard_test.go BenchmarkGuardLoop) runs 1.9× slower guarded (105 vs 55 µs). Go guests are ~2–4 MB
+// (+2% instrumented), compile in seconds (a fraction of a second from CacheDir) and take 10–20 ms and 4–8 MiB
+// per instance.
 //
 // # Use
 //

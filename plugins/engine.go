@@ -84,9 +84,13 @@ type Options struct {
 	// calling goroutine: they must be cheap, must not block and must be safe for concurrent use. Nil: none.
 	OnCompile     func(plugin string, d time.Duration, cache string)
 	OnInstantiate func(plugin string, d time.Duration)
+	// KV answers the kv_get host function (kv.go): the value stored under key in the workspace's plugin
+	// key-value store, which the host only reads. It runs once per kv_get, on the call path: it must answer
+	// from memory and be safe for concurrent use. An error fails the guest's call. Nil: every key is absent.
+	KV func(workspaceID, key string) (value []byte, found bool, err error)
 
-	// unguarded builds runtimes without WithCloseOnContextDone, for benchmarks that measure what the guard
-	// costs. Such an engine cannot stop a runaway guest.
+	// unguarded compiles modules as they are, without the fuel counter (guard.go), and gives calls no
+	// deadline, for benchmarks that measure what the guard costs. Such an engine cannot stop a runaway guest.
 	unguarded bool
 	// initTimeout replaces defaultInitTimeout, for tests.
 	initTimeout time.Duration
@@ -230,10 +234,8 @@ func New(opts Options) (*Engine, error) {
 			e.cache = wazero.NewCompilationCache()
 		}
 	}
-	e.rtConfig = wazero.NewRuntimeConfig().
-		WithCompilationCache(e.cache).
-		WithMemoryLimitPages(opts.MemoryLimitMiB * 16). // 64 KiB pages
-		WithCloseOnContextDone(!opts.unguarded)
+	// No WithCloseOnContextDone: the guard (guard.go) stops runaway guests at a fraction of its cost.
+	e.rtConfig = runtimeConfig(e.cache).WithMemoryLimitPages(opts.MemoryLimitMiB * 16) // 64 KiB pages
 	// No FS, no env, no args; stdout and stderr are discarded (wazero's defaults). The guest gets the real
 	// clocks (Go's scheduler needs a monotonic clock), a fake nanosleep (returns at once, so a sleeping guest
 	// never blocks a host thread past its deadline) and crypto/rand.
@@ -421,7 +423,7 @@ func (e *Engine) acquireWorkspace(ctx context.Context, workspaceID string) (*wor
 		return ws, nil
 	}
 	rt := wazero.NewRuntimeWithConfig(ctx, e.rtConfig)
-	if err := instantiateHost(ctx, rt); err != nil {
+	if err := e.instantiateHost(ctx, rt); err != nil {
 		_ = rt.Close(ctx)
 		return nil, fmt.Errorf("plugins: workspace %s: host modules: %w", workspaceID, err)
 	}
@@ -448,12 +450,26 @@ func (e *Engine) releaseWorkspace(ws *workspace) {
 	e.mu.Unlock()
 }
 
-// instantiateHost adds the host modules to rt: WASI preview 1 and gateway_v1.
-func instantiateHost(ctx context.Context, rt wazero.Runtime) error {
+// runtimeConfig is the configuration of the engine's runtimes less their memory limit, which does not change
+// the compiled code: tests that compile guests ahead of their engines use it too, so that the engines find the
+// code in the shared cache (wazero keys it by the module's bytes and by the configuration's termination flag).
+func runtimeConfig(cache wazero.CompilationCache) wazero.RuntimeConfig {
+	return wazero.NewRuntimeConfig().WithCompilationCache(cache)
+}
+
+// instantiateHost adds the host modules to rt: WASI preview 1, gateway_v1 and, unless the engine is unguarded,
+// the guard's gateway_guard.
+func (e *Engine) instantiateHost(ctx context.Context, rt wazero.Runtime) error {
 	if _, err := wasi_snapshot_preview1.Instantiate(ctx, rt); err != nil {
 		return err
 	}
-	_, err := hostModule(rt).Instantiate(ctx)
+	if _, err := hostModule(rt).Instantiate(ctx); err != nil {
+		return err
+	}
+	if e.opts.unguarded {
+		return nil
+	}
+	_, err := guardModule(rt).Instantiate(ctx)
 	return err
 }
 

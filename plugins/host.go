@@ -23,6 +23,11 @@ type callCtx struct {
 	req RequestView
 
 	logged, dropped int // log lines of this call written and dropped
+
+	// deadline ends the call (guard.go's refuel stops the guest past it); zero: none. requestDeadline: it is
+	// the request's context's, sooner than the engine's own limit.
+	deadline        time.Time
+	requestDeadline bool
 }
 
 type callKey struct{}
@@ -62,7 +67,12 @@ func hostModule(rt wazero.Runtime) wazero.HostModuleBuilder {
 		WithGoModuleFunction(api.GoModuleFunc(hostRequestField), []api.ValueType{i32, i32, i32, i32}, []api.ValueType{i32}).
 		WithParameterNames("path_ptr", "path_len", "out_ptr", "out_cap").
 		WithResultNames("len").
-		Export(hostapi.ImportRequestField)
+		Export(hostapi.ImportRequestField).
+		NewFunctionBuilder().
+		WithGoModuleFunction(api.GoModuleFunc(hostKVGet), []api.ValueType{i32, i32, i32, i32}, []api.ValueType{i32}).
+		WithParameterNames("key_ptr", "key_len", "out_ptr", "out_cap").
+		WithResultNames("len").
+		Export(hostapi.ImportKVGet) // kv.go
 }
 
 // hostLog writes a guest's message to the engine's logger with the plugin's workspace and ID, within the limits

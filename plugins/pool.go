@@ -93,6 +93,7 @@ type instance struct {
 	stack  []uint64 // params and results of CallWithStack
 	buf    []byte   // the encoded input, reused
 	stderr *stderrBuf
+	cc     callCtx // the context of the instance's current call (instance.newCall)
 
 	// The last buffer gateway_alloc returned and the size asked, for a v1.1 guest, which keeps it valid until
 	// its next gateway_alloc: inputs that fit go there without a guest call. inSize 0: none yet.
@@ -123,14 +124,12 @@ func firstLine(s string) string {
 
 // instantiate makes a new instance and runs its _initialize, bounded by initTimeout and ctx.
 func (v *version) instantiate(ctx context.Context) (*instance, error) {
-	ictx, cancel := context.WithTimeout(ctx, v.e.opts.initTimeout)
-	defer cancel()
 	stderr := &stderrBuf{}
-	cc := &callCtx{Context: ictx, v: v}
+	cc := v.newCallCtx(ctx, nil, v.e.opts.initTimeout)
 	mod, err := v.ws.rt.InstantiateModule(cc, v.compiled, v.e.modConfig.WithStderr(stderr))
 	cc.endLogs()
 	if err != nil {
-		if ictx.Err() != nil && ctx.Err() == nil {
+		if stoppedAtDeadline(cc, err) && ctx.Err() == nil && !cc.requestDeadline {
 			return nil, initTimeout(v.e.opts.initTimeout)
 		}
 		if line := firstLine(string(stderr.b)); line != "" {
@@ -199,9 +198,7 @@ func (inst *instance) readVersion(ctx context.Context) error {
 		v.minor = 0
 		return nil
 	}
-	cctx, cancel := context.WithTimeout(ctx, v.e.opts.initTimeout)
-	defer cancel()
-	cc := &callCtx{Context: cctx, v: v}
+	cc := v.newCallCtx(ctx, nil, v.e.opts.initTimeout)
 	err := fn.CallWithStack(cc, inst.stack)
 	cc.endLogs()
 	bad := func(transient bool, format string, args ...any) error {
@@ -215,7 +212,7 @@ func (inst *instance) readVersion(ctx context.Context) error {
 	switch {
 	case err != nil && ctx.Err() != nil:
 		return ctx.Err()
-	case err != nil && cctx.Err() != nil:
+	case err != nil && stoppedAtDeadline(cc, err):
 		return bad(true, "fails %s(): it ran past %s", hostapi.ExportVersion, v.e.opts.initTimeout)
 	case err != nil:
 		return bad(false, "fails %s(): %s", hostapi.ExportVersion, firstLine(err.Error()))
@@ -242,15 +239,13 @@ const smokeAlloc = 16
 // before runtime initialization"), as does any guest that cannot take an input. It returns a *gwerr.Error 400.
 func (inst *instance) smoke(ctx context.Context) error {
 	v := inst.v
-	cctx, cancel := context.WithTimeout(ctx, v.e.opts.initTimeout)
-	defer cancel()
 	inst.stderr.b = inst.stderr.b[:0]
 	size := uint32(smokeAlloc)
 	if v.minor >= 1 {
 		size = minInputBuf
 	}
 	inst.stack[0] = uint64(size)
-	cc := &callCtx{Context: cctx, v: v}
+	cc := v.newCallCtx(ctx, nil, v.e.opts.initTimeout)
 	err := inst.alloc.CallWithStack(cc, inst.stack)
 	cc.endLogs()
 	var what string
@@ -258,7 +253,7 @@ func (inst *instance) smoke(ctx context.Context) error {
 	switch {
 	case err != nil && ctx.Err() != nil:
 		return ctx.Err()
-	case err != nil && cctx.Err() != nil:
+	case err != nil && stoppedAtDeadline(cc, err):
 		what = fmt.Sprintf("it ran past %s", v.e.opts.initTimeout)
 		transient = true
 	case err != nil:

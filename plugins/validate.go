@@ -3,6 +3,7 @@ package plugins
 import (
 	"context"
 	"crypto/sha256"
+	"errors"
 	"fmt"
 	"net/http"
 	"strings"
@@ -13,6 +14,7 @@ import (
 	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
 
 	"github.com/llmgw/gateway/hostapi"
+	"github.com/llmgw/gateway/internal/wasmfuel"
 	"github.com/llmgw/gateway/runtime/gwerr"
 )
 
@@ -107,7 +109,7 @@ func (e *Engine) Validate(ctx context.Context, wasm []byte) error {
 	}
 	if e.vrt == nil {
 		rt := wazero.NewRuntimeWithConfig(ctx, e.rtConfig)
-		if err := instantiateHost(ctx, rt); err != nil {
+		if err := e.instantiateHost(ctx, rt); err != nil {
 			_ = rt.Close(ctx)
 			return fmt.Errorf("plugins: validation runtime: %w", err)
 		}
@@ -141,15 +143,35 @@ func (e *Engine) Validate(ctx context.Context, wasm []byte) error {
 	return res.err
 }
 
-// compile compiles wasm in rt. The shared cache makes a module compiled before (in any runtime of this
-// engine, or in CacheDir by an earlier process) cost only its decoding.
+// compile instruments wasm with the guard's fuel counter (guard.go) and compiles the result in rt. The shared
+// cache makes a module compiled before (in any runtime of this engine, or in CacheDir by an earlier process)
+// cost only its decoding and instrumentation; instrumenting is deterministic, so the cache still hits.
+//
+// A module that imports from the guard's module is a 400 naming the import. A module the instrumentation
+// cannot read is compiled as it is, so that the 400 carries wazero's reason when wazero refuses it too, and the
+// instrumentation's (function and byte offset) when wazero would take it.
 func (e *Engine) compile(ctx context.Context, rt wazero.Runtime, wasm []byte) (cm wazero.CompiledModule, err error) {
 	defer func() {
 		if r := recover(); r != nil { // wazero should never panic on bad input; if it does, it is the input's fault
 			cm, err = nil, invalidModule(fmt.Errorf("compiler panic: %v", r))
 		}
 	}()
-	cm, err = rt.CompileModule(ctx, wasm)
+	code, ierr := e.instrument(wasm)
+	var fe *wasmfuel.Error
+	switch {
+	case errors.As(ierr, &fe) && errors.Is(ierr, wasmfuel.ErrReservedImport):
+		return nil, &gwerr.Error{Status: http.StatusBadRequest, Code: gwerr.CodeInvalidRequest, Param: "body",
+			Message: "plugin module does not follow ABI v1: " + fe.Msg}
+	case ierr != nil:
+		orig, err := rt.CompileModule(ctx, wasm)
+		if err != nil {
+			return nil, invalidModule(err)
+		}
+		_ = orig.Close(ctx)
+		return nil, &gwerr.Error{Status: http.StatusBadRequest, Code: gwerr.CodeInvalidRequest, Param: "body",
+			Message: fmt.Sprintf("the gateway cannot add its runaway guard to this module: %v", ierr)}
+	}
+	cm, err = rt.CompileModule(ctx, code)
 	if err != nil {
 		return nil, invalidModule(err)
 	}
@@ -216,7 +238,7 @@ func (e *Engine) checkABI(rt wazero.Runtime, compiled wazero.CompiledModule) err
 	seen := make(map[[2]string]bool)
 	for _, f := range compiled.ImportedFunctions() {
 		mod, name, _ := f.Import()
-		if seen[[2]string{mod, name}] {
+		if seen[[2]string{mod, name}] || mod == wasmfuel.GuardModule && !e.opts.unguarded { // the guard's own import
 			continue
 		}
 		seen[[2]string{mod, name}] = true

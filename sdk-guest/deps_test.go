@@ -8,11 +8,12 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/llmgw/gateway/hostapi"
+	"github.com/llmgw/gateway/sdk-guest/internal/hostapi"
 )
 
-// TestGuestDependencies proves that a plugin importing the SDK pulls in nothing but hostapi and the standard
-// library when built for wasm (never fiber, pebble or wazero).
+// TestGuestDependencies proves that a plugin importing the SDK pulls in nothing but the SDK's copy of hostapi
+// and the standard library when built for wasm (never fiber, pebble or wazero), and that the SDK's module
+// requires no other module.
 func TestGuestDependencies(t *testing.T) {
 	goBin, err := exec.LookPath("go")
 	if err != nil {
@@ -26,14 +27,22 @@ func TestGuestDependencies(t *testing.T) {
 			t.Fatalf("%v go list: %v\n%s", env, err, out)
 		}
 		got := strings.Fields(string(out))
-		want := []string{"github.com/llmgw/gateway/hostapi", "github.com/llmgw/gateway/sdk-guest"}
+		want := []string{"github.com/llmgw/gateway/sdk-guest/internal/hostapi", "github.com/llmgw/gateway/sdk-guest"}
 		if strings.Join(got, " ") != strings.Join(want, " ") {
 			t.Errorf("%v: non-standard dependencies %v, want exactly %v", env, got, want)
 		}
 	}
+	out, err := exec.Command(goBin, "list", "-m", "-f", "{{.Path}}", "all").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list -m all: %v\n%s", err, out)
+	}
+	if got := strings.Fields(string(out)); len(got) != 1 || got[0] != "github.com/llmgw/gateway/sdk-guest" {
+		t.Errorf("the module graph is %v, want the SDK's module alone", got)
+	}
 }
 
-// TestExportNames checks that the //go:wasmexport and //go:wasmimport directives use hostapi's names.
+// TestExportNames checks that the //go:wasmexport and //go:wasmimport directives use hostapi's names (the
+// SDK's copy, which TestCopyIsCurrent in the gateway's hostapi/internal/gensdkcopy keeps equal to the source).
 func TestExportNames(t *testing.T) {
 	f, err := parser.ParseFile(token.NewFileSet(), "host_wasip1.go", nil, parser.ParseComments)
 	if err != nil {

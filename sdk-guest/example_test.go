@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/llmgw/gateway/hostapi"
 	sdk "github.com/llmgw/gateway/sdk-guest"
 )
 
@@ -31,9 +30,9 @@ func init() {
 // Run calls the registered check through the wire encoding, as the gateway does, so a plugin can be tested
 // natively with go test.
 func ExampleRun() {
-	params := []hostapi.KV{{Key: "words", Value: `["secret", "internal"]`}}
+	params := []sdk.KV{{Key: "words", Value: `["secret", "internal"]`}}
 	for _, text := range []string{"hello", "this is SECRET", "a\tb"} {
-		out := sdk.Run(hostapi.KindCheck, &hostapi.Input{Text: text, Params: params})
+		out := sdk.Run(sdk.KindCheck, &sdk.WireInput{Text: text, Params: params})
 		fmt.Printf("verdict=%v data=%s", out.Verdict, out.Data)
 		if t, ok := out.Transformed(); ok {
 			fmt.Printf(" text=%q", t)
@@ -47,9 +46,9 @@ func ExampleRun() {
 }
 
 func ExampleHandleCondition() {
-	params := []hostapi.KV{{Key: "min_chars", Value: "5"}}
+	params := []sdk.KV{{Key: "min_chars", Value: "5"}}
 	for _, text := range []string{"hi", "hello world"} {
-		out := sdk.Run(hostapi.KindCondition, &hostapi.Input{Text: text, Params: params})
+		out := sdk.Run(sdk.KindCondition, &sdk.WireInput{Text: text, Params: params})
 		fmt.Println(text, out.Match)
 	}
 	// Output:
@@ -59,7 +58,7 @@ func ExampleHandleCondition() {
 
 // Parameter values are JSON text; the typed getters read the common shapes without encoding/json.
 func ExampleInput_ParamStrings() {
-	in := sdk.NewInput(&hostapi.Input{Params: []hostapi.KV{
+	in := sdk.NewInput(&sdk.WireInput{Params: []sdk.KV{
 		{Key: "words", Value: `["alpha", "b\u00e9ta"]`},
 		{Key: "action", Value: `"redact"`},
 		{Key: "min_chars", Value: "200"},
@@ -80,22 +79,10 @@ func ExampleResult_With() {
 	// Output: false map[found:map[email:2] reason:PII detected]
 }
 
-// The encoding helpers of hostapi are what the host uses: AppendInput on the way in, DecodeOutput on the way
-// out.
-func ExampleRun_wire() {
-	enc := hostapi.AppendInput(nil, &hostapi.Input{Text: "hello", CheckID: "example.check"})
-	fmt.Println(len(enc), "bytes in")
-	out := sdk.Run(hostapi.KindCheck, &hostapi.Input{Text: "hello"})
-	fmt.Println(len(hostapi.AppendOutput(nil, &out)), "bytes out:", out.Verdict)
-	// Output:
-	// 28 bytes in
-	// 6 bytes out: true
-}
-
 // A check on an MCP tool call (hook before_tool_call or after_tool_call) sees the tool's bare name, the
 // server's registry ID, and the call's arguments as JSON text (before) or the result's text (after).
 func ExampleInput_IsToolCall() {
-	in := sdk.NewInput(&hostapi.Input{
+	in := sdk.NewInput(&sdk.WireInput{
 		Text: `{"path":"/etc/passwd"}`, Stage: "before", Endpoint: "mcp", Tool: "read_file", MCPServer: "files",
 	})
 	fmt.Println(in.IsToolCall(), in.MCPServer, in.Tool, in.Text)

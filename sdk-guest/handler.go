@@ -5,7 +5,7 @@ import (
 	"strconv"
 	"sync"
 
-	"github.com/llmgw/gateway/hostapi"
+	"github.com/llmgw/gateway/sdk-guest/internal/hostapi"
 )
 
 var (
@@ -133,7 +133,7 @@ func panicString(r any) string {
 // Run runs the registered handler for kind on in exactly as gateway_call does — encoding in, decoding it,
 // calling the handler with panics recovered, encoding the Output — and returns the Output decoded. It is for
 // native tests of a plugin; it is safe for concurrent use (calls are serialised).
-func Run(kind hostapi.Kind, in *hostapi.Input) hostapi.Output {
+func Run(kind Kind, in *WireInput) WireOutput {
 	mu.Lock()
 	defer mu.Unlock()
 	enc := call(kind, hostapi.AppendInput(nil, in))

@@ -7,7 +7,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/llmgw/gateway/hostapi"
+	"github.com/llmgw/gateway/sdk-guest/internal/hostapi"
 )
 
 // withHandlers installs check and cond for the test and restores the registered ones afterwards.
@@ -176,6 +176,19 @@ func TestCallMalformedInput(t *testing.T) {
 	}
 	if !strings.HasPrefix(out.Error, "sdk: hostapi: decode input: truncated field") {
 		t.Fatalf("Error = %q", out.Error)
+	}
+}
+
+// TestRunWireSizes pins the encodings Run goes through: the host's AppendInput on the way in, the guest's
+// AppendOutput on the way out (a pass with nothing else is a single TagVerdict field).
+func TestRunWireSizes(t *testing.T) {
+	withHandlers(t, func(Input) Result { return Pass() }, nil)
+	if n := len(hostapi.AppendInput(nil, &WireInput{Text: "hello", CheckID: "example.check"})); n != 28 {
+		t.Errorf("input encodes in %d bytes, want 28", n)
+	}
+	out := Run(KindCheck, &WireInput{Text: "hello"})
+	if n := len(hostapi.AppendOutput(nil, &out)); n != 6 || !out.Verdict {
+		t.Errorf("output encodes in %d bytes (verdict %v), want 6 (true)", n, out.Verdict)
 	}
 }
 

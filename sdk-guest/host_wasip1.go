@@ -5,7 +5,7 @@ package sdk
 import (
 	"unsafe"
 
-	"github.com/llmgw/gateway/hostapi"
+	"github.com/llmgw/gateway/sdk-guest/internal/hostapi"
 )
 
 // The ABI v1.1 exports. The names must match hostapi.ExportMarker, hostapi.ExportVersion, hostapi.ExportAlloc

@@ -3,7 +3,7 @@ package sdk
 import (
 	"strconv"
 
-	"github.com/llmgw/gateway/hostapi"
+	"github.com/llmgw/gateway/sdk-guest/internal/hostapi"
 )
 
 // Input is what a handler receives for one call. Its strings may be kept after the handler returns.
@@ -34,7 +34,7 @@ type Input struct {
 
 // NewInput returns the Input a handler would get for in. Use it to call a handler in a native test; Run goes
 // through the wire encoding as well.
-func NewInput(in *hostapi.Input) Input {
+func NewInput(in *WireInput) Input {
 	kv := make([]hostapi.KV, 0, len(in.Metadata)+len(in.Params))
 	kv = append(kv, in.Metadata...)
 	kv = append(kv, in.Params...)

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/llmgw/gateway/hostapi"
+	"github.com/llmgw/gateway/sdk-guest/internal/hostapi"
 )
 
 // Level is the level of a log message.

@@ -43,6 +43,7 @@ type CaseInput struct {
 	MCPServer string      `json:"mcp_server"`
 	Metadata  [][2]string `json:"metadata"`
 	Params    [][2]string `json:"params"`
+	Body      string      `json:"body"` // TagBody's bytes; a check's guest skips or ignores it
 }
 
 // Want is what a case expects; see the package documentation for what null means in each field.
@@ -115,7 +116,7 @@ func parseCases(b []byte) ([]Case, error) {
 func (c *Case) HostInput() *hostapi.Input {
 	in := &hostapi.Input{
 		Text: c.Input.Text, Model: c.Input.Model, Stage: c.Input.Stage, Endpoint: c.Input.Endpoint,
-		Tool: c.Input.Tool, MCPServer: c.Input.MCPServer,
+		Tool: c.Input.Tool, MCPServer: c.Input.MCPServer, Body: []byte(c.Input.Body),
 	}
 	if c.Kind == "check" {
 		in.CheckID = PluginID + "." + c.Check

@@ -1,0 +1,5 @@
+//go:build !race
+
+package examples
+
+var raceFlags []string

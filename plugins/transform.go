@@ -1,0 +1,96 @@
+package plugins
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/tetratelabs/wazero"
+	"github.com/tetratelabs/wazero/api"
+
+	"github.com/llmgw/gateway/hostapi"
+)
+
+// ErrNoTransform is what a transform call to a plugin without gateway_transform returns (wrapped, with the
+// plugin's id): the plugin is not a body transformer, whatever its checks do.
+var ErrNoTransform = errors.New("does not export " + hostapi.ExportTransform + " (i32, i32, i32) -> i64, so it cannot transform a body: " +
+	"a mutator hook calls that export (in a Go plugin, register one with sdk.HandleTransform)")
+
+// transformSig is the signature of the optional hostapi.ExportTransform: gateway_call's.
+var transformSig = signature{[]api.ValueType{i32, i32, i32}, []api.ValueType{i64}}
+
+func noTransform(id string) error { return fmt.Errorf("plugins: plugin %q %w", id, ErrNoTransform) }
+
+// export returns the guest function a call of kind goes to, and its name for errors. The transform export is
+// looked up per call rather than kept on the instance: transforms are one call per mutator per request, and
+// instances are pool.go's.
+func (inst *instance) export(kind hostapi.Kind) (api.Function, string, error) {
+	if kind != hostapi.KindTransform {
+		return inst.call, hostapi.ExportCall, nil
+	}
+	fn := inst.mod.ExportedFunction(hostapi.ExportTransform)
+	if fn == nil || !transformSig.matches(fn.Definition()) {
+		return nil, hostapi.ExportTransform, noTransform(inst.v.id)
+	}
+	return fn, hostapi.ExportTransform, nil
+}
+
+// exportsTransform reports whether a module exports gateway_transform with the ABI's signature.
+func exportsTransform(c wazero.CompiledModule) bool {
+	f, ok := c.ExportedFunctions()[hostapi.ExportTransform]
+	return ok && transformSig.matches(f)
+}
+
+// Transforms reports whether the workspace's plugin is loaded (loaded) and, if so, whether its current version
+// exports gateway_transform (exports), so that a config naming it in a mutator hook can be refused at once.
+func (e *Engine) Transforms(workspaceID, id string) (exports, loaded bool) {
+	p := e.lookup(workspaceID, id)
+	if p == nil {
+		return false, false
+	}
+	v := p.cur.Load()
+	if v == nil {
+		return false, false
+	}
+	return exportsTransform(v.compiled), true
+}
+
+// Transform runs the workspace's plugin's gateway_transform on in (in.Body is the body to rewrite): the same
+// pool, buffers, sandbox, deadline and errors as Call. A plugin without the export is an error wrapping
+// ErrNoTransform that names it, and no instance is used. The Output's Body, when not nil, is one JSON object
+// (a guest that returns anything else fails the call with ErrTrap); nil means the body is left as it was.
+func (e *Engine) Transform(ctx context.Context, workspaceID, id string, in *hostapi.Input, req RequestView) (*hostapi.Output, error) {
+	if exports, loaded := e.Transforms(workspaceID, id); loaded && !exports {
+		return nil, noTransform(id)
+	}
+	out, err := e.Call(ctx, workspaceID, id, hostapi.KindTransform, in, req)
+	if err != nil {
+		return nil, err
+	}
+	if out.Body != nil && !isJSONObject(out.Body) { // the caller parses it as a request or an answer
+		return nil, fmt.Errorf("plugins: plugin %q: %w: its output's body is not a JSON object", id, ErrTrap)
+	}
+	return out, nil
+}
+
+// TransformBody runs the plugin's gateway_transform with the bound check id and parameters on in, whose Body is
+// the body to rewrite. It makes a WasmCheck usable in a mutator hook (the guardrails package asks for it by
+// this method).
+func (c *WasmCheck) TransformBody(ctx context.Context, in *hostapi.Input, req hostapi.RequestView) (hostapi.Output, error) {
+	call := *in
+	call.CheckID, call.Params = c.checkID, c.params
+	out, err := c.e.Transform(ctx, c.workspaceID, c.pluginID, &call, req)
+	if err != nil {
+		return hostapi.Output{}, fmt.Errorf("plugin transform %s: %w", c.checkID, err)
+	}
+	return *out, nil
+}
+
+// CanTransform returns an error naming the plugin and gateway_transform when the plugin is loaded and lacks
+// the export; nil when it has it, or is not loaded yet (a call then errors, as for any check).
+func (c *WasmCheck) CanTransform() error {
+	if exports, loaded := c.e.Transforms(c.workspaceID, c.pluginID); loaded && !exports {
+		return noTransform(c.pluginID)
+	}
+	return nil
+}
