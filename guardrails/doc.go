@@ -40,6 +40,11 @@
 // run in parallel (native built-ins inline); transformers (regexReplace, addPrefix, any Check with Transforms()
 // true) run alone, in order, on the text left before them.
 //
+// A hook of type "mutator" (before_request_hooks and after_request_hooks only, never async) rewrites the whole
+// body: its checks are plugins' BodyTransformers (gateway_transform), run one after another by RunBody on the
+// body the one before left; the caller's Body says how a replacement is validated. A built-in check, or a
+// plugin that cannot transform, in a mutator hook is a compile error naming its id.
+//
 // Outbound calls (default.webhook, default.log) go only to hosts named by SetOutboundAllowList; none by default.
 // Their connections pass the custom hosts' address policy (SetOutboundAddressPolicy) when they are made. The
 // registry (Register), the allow-list and the outbound client are the package's only global state.

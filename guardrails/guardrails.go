@@ -36,6 +36,18 @@ type Transformer interface {
 	Transforms() bool
 }
 
+// BodyTransformer is what every check of a mutator hook is: a plugin's gateway_transform (plugins.WasmCheck),
+// called with in.Body the body to rewrite and in.Text empty. The Output's Body, when not nil, replaces the body
+// (one JSON object); verdict, data and error mean what they mean for a Check. It must be safe for concurrent
+// use and must not modify in.
+type BodyTransformer interface {
+	TransformBody(ctx context.Context, in *hostapi.Input, req hostapi.RequestView) (hostapi.Output, error)
+}
+
+// transformReady is an optional interface of a BodyTransformer that knows now that it cannot transform (a
+// plugin loaded without gateway_transform): Compile makes its error a 400 naming the check.
+type transformReady interface{ CanTransform() error }
+
 // inline marks the cheap CPU-bound built-ins: Run calls them on the calling goroutine instead of starting one,
 // which is the same as running them in parallel (they never block) and much cheaper.
 type inline interface{ inline() }
@@ -126,8 +138,11 @@ type Outcome struct {
 	// Failed is true when some synchronous item failed (with or without deny): without Deny the answer carries
 	// status 246.
 	Failed bool
-	// Transformed is the text after the transformers ran (in order), when any transformed it.
+	// Transformed is the text after the transformers ran (in order), when any transformed it (with RunBody, after
+	// the last mutator hook that wrote it into the body).
 	Transformed *string
+	// Body is the body after the mutator hooks (RunBody), when one changed it; nil otherwise.
+	Body []byte
 	// Results are the synchronous items' results, in config order (hooks first, then guardrails), for
 	// hook_results.before_request_hooks (StageBefore) or hook_results.after_request_hooks (StageAfter).
 	Results []HookResult
@@ -174,12 +189,27 @@ type Feedback struct {
 type Set struct {
 	before, after []*item
 	policy        ErrorPolicy
+	// mutatesBefore and mutatesAfter say whether a side has a mutator hook, which needs the body (RunBody).
+	mutatesBefore, mutatesAfter bool
+}
+
+// Mutates reports whether the set has a mutator hook for stage, so that callers give RunBody the body only
+// when one will read it.
+func (s *Set) Mutates(stage Stage) bool {
+	if s == nil {
+		return false
+	}
+	if stage == StageAfter {
+		return s.mutatesAfter
+	}
+	return s.mutatesBefore
 }
 
 // item is one hook or guardrail object.
 type item struct {
 	id            string
 	typ           string
+	mutator       bool // a mutator hook: its checks are BodyTransformers, run in order on the body
 	async         bool
 	denyOnFail    bool
 	denyOnSuccess bool
@@ -268,8 +298,10 @@ func (c *compiler) compileLists(lists []listItems) (*Set, error) {
 			it.plan()
 			if l.list.after() {
 				s.after = append(s.after, it)
+				s.mutatesAfter = s.mutatesAfter || it.mutator
 			} else {
 				s.before = append(s.before, it)
+				s.mutatesBefore = s.mutatesBefore || it.mutator
 			}
 		}
 	}
@@ -305,11 +337,17 @@ func (c *compiler) errf(p, format string, args ...any) *gwerr.Error {
 
 // check resolves one check whose shape is valid: a built-in is compiled (its factory checks the parameters), a
 // plugin's is resolved through c.plugins, and anything else is an unknown check id.
-func (c *compiler) check(r checkRef) (*compiledCheck, error) {
+//
+// A check of a mutator hook (mutator) must be a plugin's: a built-in one is an error naming its id, and so is
+// a plugin loaded without gateway_transform.
+func (c *compiler) check(r checkRef, mutator bool) (*compiledCheck, error) {
 	id, params, idPath, paramsPath := r.id, r.params, r.idPath, r.paramsPath
 	full := id
 	if !strings.Contains(id, ".") {
 		full = "default." + id
+	}
+	if mutator && (strings.HasPrefix(full, "default.") || lookup(full) != nil) {
+		return nil, c.errf(idPath, "%q is a built-in check, which cannot rewrite a body: the checks of a mutator hook are plugins' (\"<plugin>.<name>\", called through gateway_transform)", id)
 	}
 	var fo struct {
 		FailOnError any `json:"failOnError"`
@@ -362,6 +400,18 @@ func (c *compiler) check(r checkRef) (*compiledCheck, error) {
 	}
 	if chk == nil {
 		return nil, c.errf(idPath, "unknown check %q", id)
+	}
+	if mutator {
+		if _, ok := chk.(BodyTransformer); !ok {
+			return nil, c.errf(idPath, "check %q cannot rewrite a body, which a mutator hook asks of its checks", id)
+		}
+		if t, ok := chk.(transformReady); ok {
+			if err := t.CanTransform(); err != nil {
+				e := c.errf(idPath, "check %q in a mutator hook: %v", id, err)
+				e.Err = err
+				return nil, e
+			}
+		}
 	}
 	cc.check = chk
 	if t, ok := chk.(Transformer); ok && t.Transforms() {

@@ -1,7 +1,9 @@
 package guardrails
 
 import (
+	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -53,7 +55,38 @@ func (s *Set) WithErrorPolicy(p ErrorPolicy) *Set {
 // no failOnError and the Set's ErrorPolicy says Fail; each one is reported to ErrorPolicy.Report. Async
 // items are returned as closures in Outcome.Async and not run. A nil Set gives the zero Outcome. Run is safe for
 // concurrent use.
+//
+// Run gives mutator hooks no body: their checks error. Callers whose set Mutates call RunBody.
 func (s *Set) Run(ctx context.Context, stage Stage, in *hostapi.Input, req hostapi.RequestView) Outcome {
+	return s.RunBody(ctx, stage, in, req, nil)
+}
+
+// Body is what mutator hooks rewrite: the request (StageBefore) or the answer (StageAfter), and the caller's
+// rules for a replacement.
+type Body struct {
+	// JSON is the body, one JSON object in OpenAI's shape. Nil: mutators cannot run here, and each of their
+	// checks errors with Refusal.
+	JSON []byte
+	// Refusal says why there is no body ("mutators do not run on streamed answers").
+	Refusal string
+	// Validate judges a replacement before it is taken; its error, which names the field, makes the check
+	// error (its failOnError decides). Nil takes any JSON object.
+	Validate func(body []byte) error
+	// Text is what the checks of the items after a mutator see of the body it left. Nil: the text they would
+	// have seen without it.
+	Text func(body []byte) string
+	// ReplaceText writes a text that items before a mutator transformed into the body, so that the mutator sees
+	// it. Nil: the mutator sees the body without it, and the text is left in Outcome.Transformed.
+	ReplaceText func(body []byte, text string) ([]byte, error)
+}
+
+// RunBody is Run with the body that mutator hooks rewrite (b; nil as for Run). Mutator hooks run in config
+// order with the other items, each of their checks alone and in order on the body the one before left, through
+// BodyTransformer. A replacement larger than twice the body it was given, or that b.Validate refuses, is a
+// check error and the body stays as it was. The body after the mutators is Outcome.Body when one changed it;
+// a text transformed before a mutator is written into the body first (b.ReplaceText), so Outcome.Transformed
+// is then only what items after the last mutator transformed.
+func (s *Set) RunBody(ctx context.Context, stage Stage, in *hostapi.Input, req hostapi.RequestView, b *Body) Outcome {
 	var out Outcome
 	if s == nil {
 		return out
@@ -66,6 +99,10 @@ func (s *Set) Run(ctx context.Context, stage Stage, in *hostapi.Input, req hosta
 		return out
 	}
 	cur := in
+	var body []byte
+	if b != nil {
+		body = b.JSON
+	}
 	for _, it := range items {
 		if it.async {
 			out.Async = append(out.Async, asyncRun(it, &s.policy, stage, in, req))
@@ -74,7 +111,30 @@ func (s *Set) Run(ctx context.Context, stage Stage, in *hostapi.Input, req hosta
 		if out.Results == nil {
 			out.Results = make([]HookResult, 0, len(items))
 		}
-		res, text, transformed := it.run(ctx, &s.policy, stage, cur, req)
+		var res HookResult
+		var text string
+		var transformed bool
+		if it.mutator {
+			if out.Transformed != nil && body != nil && b.ReplaceText != nil {
+				if folded, err := b.ReplaceText(body, *out.Transformed); err == nil {
+					body, out.Body, out.Transformed = folded, folded, nil
+				}
+			}
+			var changed bool
+			res, body, changed = it.mutate(ctx, &s.policy, stage, cur, req, b, body)
+			if changed {
+				out.Body = body
+				if b.Text != nil {
+					if cur == in {
+						cp := *in
+						cur = &cp
+					}
+					cur.Text = b.Text(body)
+				}
+			}
+		} else {
+			res, text, transformed = it.run(ctx, &s.policy, stage, cur, req)
+		}
 		if transformed {
 			if cur == in {
 				cp := *in
@@ -165,6 +225,12 @@ func (it *item) run(ctx context.Context, p *ErrorPolicy, stage Stage, in *hostap
 			cur.Text = text
 		}
 	}
+	it.finish(&res, p, stage, req, start)
+	return res, text, transformed
+}
+
+// finish sets an item's verdict and deny from its checks' and reports the checks that errored.
+func (it *item) finish(res *HookResult, p *ErrorPolicy, stage Stage, req hostapi.RequestView, start time.Time) {
 	for k := range res.Checks {
 		r := &res.Checks[k]
 		if !r.Verdict {
@@ -178,7 +244,85 @@ func (it *item) run(ctx context.Context, p *ErrorPolicy, stage Stage, in *hostap
 	}
 	res.Deny = !res.Verdict && it.denyOnFail || res.Verdict && it.denyOnSuccess
 	res.ExecutionTime = time.Since(start).Milliseconds()
-	return res, text, transformed
+}
+
+// mutate runs a mutator hook: its checks one after another, each on the body the one before left. It returns
+// the item's result and the body after it, and whether a check changed it.
+func (it *item) mutate(ctx context.Context, p *ErrorPolicy, stage Stage, in *hostapi.Input, req hostapi.RequestView, b *Body, body []byte) (HookResult, []byte, bool) {
+	start := time.Now()
+	res := HookResult{ID: it.id, Verdict: true, Type: it.typ, Checks: make([]CheckResult, len(it.checks))}
+	changed := false
+	for k, cc := range it.checks {
+		if nb, ok := runMutator(ctx, cc, p.Fail, in, req, b, body, &res.Checks[k]); ok {
+			body, changed = nb, true
+		}
+	}
+	it.finish(&res, p, stage, req, start)
+	return res, body, changed
+}
+
+// runMutator runs one check of a mutator hook into r; it returns the new body when the check changed it.
+func runMutator(ctx context.Context, cc *compiledCheck, failByDefault bool, in *hostapi.Input, req hostapi.RequestView, b *Body, body []byte, r *CheckResult) ([]byte, bool) {
+	start := time.Now()
+	r.ID = cc.id
+	var out hostapi.Output
+	var err error
+	if body == nil {
+		msg := "mutators do not run here"
+		if b != nil && b.Refusal != "" {
+			msg = b.Refusal
+		}
+		err = errors.New(msg)
+	} else {
+		call := *in
+		call.Text, call.Body = "", body
+		out, err = safeTransform(ctx, cc.check.(BodyTransformer), &call, req) // Compile made sure
+		if err == nil && out.Error != "" {
+			err = fmt.Errorf("%s", out.Error)
+		}
+		if err == nil && ctx.Err() != nil {
+			err = ctx.Err()
+		}
+		if err == nil && out.Body != nil {
+			if len(out.Body) > 2*len(body) {
+				err = fmt.Errorf("the replacement body of %d bytes is more than twice the %d bytes it replaces", len(out.Body), len(body))
+			} else if b.Validate != nil {
+				if verr := b.Validate(out.Body); verr != nil {
+					err = fmt.Errorf("the replacement body is refused: %w", verr)
+				}
+			}
+		}
+	}
+	r.Verdict = out.Verdict
+	if len(out.Data) > 0 {
+		r.Data = out.Data
+	}
+	r.ExecutionTime = time.Since(start).Milliseconds()
+	if err != nil {
+		msg := err.Error()
+		r.Error = &msg
+		fail := failByDefault
+		if cc.hasFailOnError {
+			fail = cc.failOnError
+		}
+		r.Verdict = !fail
+		return nil, false
+	}
+	if out.Body == nil || bytes.Equal(out.Body, body) {
+		return nil, false
+	}
+	r.Transformed = true
+	return out.Body, true
+}
+
+// safeTransform turns a panicking body transformer into an error, as safeCheck does for a check.
+func safeTransform(ctx context.Context, t BodyTransformer, in *hostapi.Input, req hostapi.RequestView) (out hostapi.Output, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			out, err = hostapi.Output{}, fmt.Errorf("check panicked: %v", p)
+		}
+	}()
+	return t.TransformBody(ctx, in, req)
 }
 
 // runCheck runs one check into r; it returns the transformed text when there is one. failByDefault is what an

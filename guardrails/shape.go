@@ -149,14 +149,35 @@ func (c *compiler) item(raw json.RawMessage, p string, l list) (*item, error) {
 	if err != nil {
 		return nil, err
 	}
+	it.mutator = it.typ == typeMutator
 	for _, r := range refs {
-		cc, err := c.check(r)
+		cc, err := c.check(r, it.mutator)
 		if err != nil {
 			return nil, err
 		}
 		it.checks = append(it.checks, cc)
 	}
 	return it, nil
+}
+
+// typeMutator is the type of a hook whose checks rewrite the request or the answer (Portkey's name): each is a
+// plugin's gateway_transform, run one after another on the body the one before left.
+const typeMutator = "mutator"
+
+// mutatorShape checks where a mutator hook stands and what it may say: only in before_request_hooks and
+// after_request_hooks (the body of a tool call or a guardrail list is not theirs to rewrite), and never async,
+// since its answer is the body that goes on.
+func (c *compiler) mutatorShape(o *object, it *item, l list) error {
+	if it.typ != typeMutator {
+		return nil
+	}
+	if l != beforeHooks && l != afterHooks {
+		return c.errf(o.at("type"), "%q is not allowed in %s: mutator hooks stand in before_request_hooks and after_request_hooks", typeMutator, l)
+	}
+	if it.async {
+		return c.errf(o.at("async"), "must not be true in a mutator hook: the body it returns is what goes on, so it cannot run after the answer")
+	}
+	return nil
 }
 
 func (c *compiler) hook(raw json.RawMessage, p string, l list) (*item, []checkRef, error) {
@@ -182,6 +203,9 @@ func (c *compiler) hook(raw json.RawMessage, p string, l list) (*item, []checkRe
 		it.typ = "guardrail"
 	}
 	if it.async, err = o.boolean("async"); err != nil {
+		return nil, nil, err
+	}
+	if err := c.mutatorShape(o, it, l); err != nil {
 		return nil, nil, err
 	}
 	if it.onFail, it.denyOnFail, err = c.outcome(o, "on_fail", l); err != nil {
@@ -248,6 +272,9 @@ func (c *compiler) guardrail(raw json.RawMessage, p string, l list) (*item, []ch
 	}
 	if it.typ == "" {
 		it.typ = "guardrail"
+	}
+	if err := c.mutatorShape(o, it, l); err != nil {
+		return nil, nil, err
 	}
 	if it.denyOnFail, err = o.boolean("deny"); err != nil {
 		return nil, nil, err

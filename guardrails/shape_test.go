@@ -20,7 +20,7 @@ func TestValidate(t *testing.T) {
 		param string // "" means accepted
 		word  string
 	}{
-		{"hook", beforeHooks, `{"id": "h", "type": "mutator", "on_fail": {"deny": true, "feedback": {"value": 1, "weight": 2, "metadata": {}}}, "checks": [{"id": "wordCount", "parameters": {"maxWords": 3}}]}`, "", ""},
+		{"hook", beforeHooks, `{"id": "h", "type": "guardrail", "on_fail": {"deny": true, "feedback": {"value": 1, "weight": 2, "metadata": {}}}, "checks": [{"id": "wordCount", "parameters": {"maxWords": 3}}]}`, "", ""},
 		{"hook without checks", afterHooks, `{"id": "h", "async": true}`, "", ""},
 		{"hook plugin check", beforeHooks, `{"id": "h", "checks": [{"id": "pii.detect", "parameters": {}}]}`, "", ""},
 		{"hook not an object", beforeHooks, `"h"`, "x", "hook object"},

@@ -183,6 +183,7 @@ func (s *Server) routes() {
 	s.fineTuningRoutes(v1) // finetuning.go
 	s.providerRoutes(v1)   // providers.go (also /v1/virtual-keys)
 	s.mcpServerRoutes(v1)  // mcpservers.go: the MCP server registry
+	s.pluginKVRoutes(v1)   // pluginkv.go: the plugins' key-value store
 	s.configRoutes(v1)     // configs.go
 	s.workspaceRoutes(v1)  // workspaces.go
 	s.responseRoutes(v1)   // responses.go

@@ -7,7 +7,8 @@
 // address, the same sum without the API key). Upstream answers come back with the provider's status and body; the
 // engine's own failures are *gwerr.Error.
 //
-// The caller's body goes upstream byte for byte unless override_params or metadata._user change it. Streamed
+// The caller's body goes upstream byte for byte unless override_params, metadata._user or a mutator hook
+// (hooks.go: requestBody) change it. Streamed
 // answers are returned open; closing the Response closes the upstream call. Provider calls run on the
 // request's goroutine with a pooled net/http transport whose dialer enforces the custom-host policy.
 //

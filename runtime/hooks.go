@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strconv"
 	"strings"
 	"sync"
@@ -19,6 +20,7 @@ import (
 	"github.com/llmgw/gateway/runtime/config"
 	"github.com/llmgw/gateway/runtime/gwerr"
 	"github.com/llmgw/gateway/runtime/providers"
+	"github.com/llmgw/gateway/runtime/schema"
 	"github.com/llmgw/gateway/storage"
 	"github.com/llmgw/gateway/tracing"
 )
@@ -229,7 +231,14 @@ func (e *Engine) afterHooks(ctx context.Context, st *state, set *guardrails.Set,
 	}
 	var after guardrails.Outcome
 	if set.Has(guardrails.StageAfter) {
-		after = e.runHooks(ctx, st, set, guardrails.StageAfter, answerText(out.body))
+		var body *guardrails.Body
+		if set.Mutates(guardrails.StageAfter) {
+			body = answerBody(st, out.body)
+		}
+		after = e.runStage(ctx, st, set, guardrails.StageAfter, answerText(out.body), body)
+		if after.Body != nil {
+			out.body = after.Body // what the client gets; the cache kept the provider's own answer
+		}
 	}
 	results.After = after.Results
 	out.hooks = results
@@ -244,9 +253,19 @@ func (e *Engine) afterHooks(ctx context.Context, st *state, set *guardrails.Set,
 	out.body = withHookResults(out.body, results, after.Transformed)
 }
 
-// runHooks runs one stage of a set on text: in a span of its own when tracing is on, and with each check's
-// verdict reported to the observer (the async items' when they finish, in runAsync).
+// runHooks runs the after side of a set on a streamed answer's text (hookstream.go): there is no whole body,
+// so a mutator's checks error, never skipped in silence.
 func (e *Engine) runHooks(ctx context.Context, st *state, set *guardrails.Set, stage guardrails.Stage, text string) guardrails.Outcome {
+	return e.runStage(ctx, st, set, stage, text, &guardrails.Body{Refusal: streamedMutator})
+}
+
+// streamedMutator is the error of a mutator's check on a streamed answer.
+const streamedMutator = "mutators do not run on streamed answers: the answer reaches the client as it comes, with no whole body to rewrite"
+
+// runStage runs one stage of a set on text, and its mutator hooks on body (nil when the set has none for the
+// stage): in a span of its own when tracing is on, and with each check's verdict reported to the observer (the
+// async items' when they finish, in runAsync).
+func (e *Engine) runStage(ctx context.Context, st *state, set *guardrails.Set, stage guardrails.Stage, text string, body *guardrails.Body) guardrails.Outcome {
 	var span trace.Span
 	if tracing.Enabled() {
 		name := "hooks before"
@@ -255,7 +274,7 @@ func (e *Engine) runHooks(ctx context.Context, st *state, set *guardrails.Set, s
 		}
 		ctx, span = tracing.Start(ctx, name, trace.SpanKindInternal, tracing.KeyHookStage.String(string(stage)))
 	}
-	out := set.Run(ctx, stage, checkInput(st, stage, text), requestView{st})
+	out := set.RunBody(ctx, stage, checkInput(st, stage, text), requestView{st}, body)
 	if e.observer != nil {
 		for i := range out.Results {
 			e.reportVerdicts(&out.Results[i])
@@ -462,6 +481,96 @@ func contentText(c any) string {
 		return strings.Join(parts, "\n")
 	}
 	return ""
+}
+
+// maxMutatedBody bounds a mutator's replacement body, besides twice the body it was given: the gateway's
+// default request body limit (routes.DefaultBodyLimit, which runtime cannot import).
+const maxMutatedBody = 32 << 20
+
+// mutable reports whether mutators may rewrite the request's bodies: those in OpenAI's JSON shape as the route
+// received them (a prompt's completion is one after rendering). The others, Anthropic's messages, responses,
+// uploads, have another shape or none, and a mutator's check errors there.
+func mutable(st *state) bool {
+	switch st.req.Endpoint {
+	case providers.ChatCompletions, providers.Completions, providers.Embeddings:
+		return st.req.ContentType == ""
+	}
+	return false
+}
+
+func notMutable(st *state) *guardrails.Body {
+	return &guardrails.Body{Refusal: "mutators rewrite chat completions, completions and embeddings, not " +
+		endpointName(st.req.Endpoint) + " requests"}
+}
+
+// requestBody is what mutators of before_request_hooks rewrite: the body as it is about to be keyed and sent.
+// A replacement must pass what the route checked of the caller's body (schema.ReadBody), decode as the
+// endpoint's request where the gateway has a decoder for it (the one translating adapters use), and keep the
+// stream flag, since the route has chosen how to answer.
+func requestBody(st *state, body []byte) *guardrails.Body {
+	if !mutable(st) {
+		return notMutable(st)
+	}
+	ep, stream := st.req.Endpoint, st.req.Stream
+	return &guardrails.Body{
+		JSON: body,
+		Validate: func(b []byte) error {
+			if len(b) > maxMutatedBody {
+				return fmt.Errorf("%d bytes is over the request body limit of %d", len(b), maxMutatedBody)
+			}
+			nb, err := schema.ReadBody(b)
+			if err != nil {
+				return fieldError(err)
+			}
+			if nb.Stream() != stream {
+				return fmt.Errorf("stream: a mutator may not change stream (the request asked for %v)", stream)
+			}
+			switch ep {
+			case providers.ChatCompletions:
+				_, err = schema.DecodeChat(b)
+			case providers.Embeddings:
+				_, err = schema.DecodeEmbeddings(b)
+			}
+			return fieldError(err)
+		},
+		Text: func(b []byte) string {
+			var params map[string]any
+			_ = json.Unmarshal(b, &params) // validated: an object
+			return requestText(params)
+		},
+		ReplaceText: replaceRequestText,
+	}
+}
+
+// answerBody is what mutators of after_request_hooks rewrite: the whole answer, in OpenAI's shape. Text
+// transforms of after hooks apply to the answer the mutators left (withHookResults).
+func answerBody(st *state, body []byte) *guardrails.Body {
+	if !mutable(st) {
+		return notMutable(st)
+	}
+	return &guardrails.Body{
+		JSON: body,
+		Validate: func(b []byte) error {
+			if len(b) > maxMutatedBody {
+				return fmt.Errorf("%d bytes is over the body limit of %d", len(b), maxMutatedBody)
+			}
+			return nil // a JSON object (the plugin host checks it), which is all an answer is held to
+		},
+		Text: answerText,
+	}
+}
+
+// fieldError is a *gwerr.Error's message led by the field it names (its Param), which is all of it a check
+// error keeps: "messages must be an array, not string", "stream: must be a boolean".
+func fieldError(err error) error {
+	var ge *gwerr.Error
+	switch {
+	case !errors.As(err, &ge):
+		return err
+	case ge.Param == "" || strings.HasPrefix(ge.Message, ge.Param):
+		return errors.New(ge.Message)
+	}
+	return fmt.Errorf("%s: %s", ge.Param, ge.Message)
 }
 
 // replaceRequestText writes a transformer's text back into the body: into the last user message of a chat

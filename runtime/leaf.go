@@ -61,7 +61,11 @@ func (e *Engine) execLeaf(ctx context.Context, st *state, n *config.Node) *outco
 	var results HookResults
 	soft := false // a check failed without denying: the answer says 246
 	if set.Has(guardrails.StageBefore) {
-		before := e.runHooks(ctx, st, set, guardrails.StageBefore, requestText(st.conditionEnv().Params))
+		var mb *guardrails.Body
+		if set.Mutates(guardrails.StageBefore) {
+			mb = requestBody(st, body) // hooks.go
+		}
+		before := e.runStage(ctx, st, set, guardrails.StageBefore, requestText(st.conditionEnv().Params), mb)
 		results.Before = before.Results
 		e.runAsync(ctx, st.req.TraceID, before.Async)
 		if before.Deny {
@@ -69,6 +73,9 @@ func (e *Engine) execLeaf(ctx context.Context, st *state, n *config.Node) *outco
 				hooks: results}
 		}
 		soft = before.Failed
+		if before.Body != nil { // validated by requestBody: it goes on to the cache key and the provider
+			body = before.Body
+		}
 		if before.Transformed != nil && st.req.ContentType == "" { // an upload goes as sent (media_step.go)
 			if body, err = replaceRequestText(body, *before.Transformed); err != nil {
 				return &outcome{err: gwerr.Internal(err), path: n.Path}

@@ -22,6 +22,8 @@ import (
 //	plugin/<workspace-id>/<id>         Plugin (metadata)
 //	pluginwasm/<workspace-id>/<id>     the plugin's wasm bytes
 //	mcpserver/<workspace-id>/<id>      MCPServer; its URL and headers sealed with AES-GCM
+//	pluginkv/<workspace-id>/<key>      PluginKVEntry, in clear; <key> is printable ASCII without spaces or '/'
+//	                                   (ValidPluginKVKey), so it cannot read two ways either
 //	pluginstage/<workspace-id>/<id>    an upload's module while it is checked (shared stores only): the other
 //	                                   replicas compile it meanwhile
 //	counter/<workspace-id>/<policy-id>/<hex>           CounterRecord of a rate-limit policy; <hex> is the first 16
@@ -65,6 +67,7 @@ const (
 	tablePlugin     = "plugin"
 	tablePluginWasm = "pluginwasm"
 	tableMCPServer  = "mcpserver"
+	tablePluginKV   = "pluginkv"
 )
 
 var (

@@ -54,7 +54,7 @@ const (
 var feedTables = map[string]struct{}{
 	tableWorkspace: {}, tableAPIKey: {}, tableProvider: {}, tableConfig: {}, tablePrompt: {}, tableGuardrail: {},
 	tablePolicy: {}, tableUsageLimit: {}, tablePlugin: {}, tablePluginWasm: {}, tablePluginStage: {}, tableWSSlug: {}, tableAPIKeyID: {},
-	tableMCPServer: {},
+	tableMCPServer: {}, tablePluginKV: {},
 }
 
 // inFeed reports whether k is a record of a feed table.

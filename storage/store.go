@@ -76,6 +76,7 @@ type Store struct {
 
 	Plugins    *PluginStore
 	MCPServers *MCPServerStore  // upstream MCP servers (storage/mcpservers.go)
+	PluginKV   *PluginKVStore   // the plugins' key-value entries (storage/pluginkv.go)
 	Cache      *CacheStore      // the response cache (runtime/cache)
 	Counters   *Counters        // the rate limiter's sliding-window counters
 	Files      *FileStore       // uploaded files and batch outputs, in chunks
@@ -144,6 +145,7 @@ func newStore(db kvEngine, keys *keyring, log *slog.Logger, now func() time.Time
 	s.Guardrails = &DocStore[Guardrail, *Guardrail]{s: s, table: tableGuardrail}
 	s.Policies = &DocStore[RateLimitPolicy, *RateLimitPolicy]{s: s, table: tablePolicy}
 	s.MCPServers = &MCPServerStore{s: s}
+	s.PluginKV = newPluginKVStore(s)
 	s.Plugins = &PluginStore{docs: DocStore[Plugin, *Plugin]{s: s, table: tablePlugin}}
 	s.Cache = &CacheStore{s: s}
 	s.Counters = &Counters{s: s}

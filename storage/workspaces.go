@@ -143,7 +143,7 @@ var workspaceResources = []struct{ kind, table string }{
 	{"api_keys", tableAPIKeyID}, {"providers", tableProvider}, {"configs", tableConfig}, {"prompts", tablePrompt},
 	{"guardrails", tableGuardrail}, {"policies", tablePolicy}, {"plugins", tablePlugin}, {"files", tableFile},
 	{"batches", tableBatch}, {"fine_tuning_jobs", tableFTJob}, {"responses", tableResponse},
-	{"usage_limit_policies", tableUsageLimit}, {"mcp_servers", tableMCPServer},
+	{"usage_limit_policies", tableUsageLimit}, {"mcp_servers", tableMCPServer}, {"plugin_kv", tablePluginKV},
 }
 
 // workspaceTables are every table whose keys start with a workspace ID: a deleted workspace's records in all of
@@ -151,7 +151,7 @@ var workspaceResources = []struct{ kind, table string }{
 var workspaceTables = []string{tableAPIKeyID, tableProvider, tableConfig, tablePrompt, tableGuardrail, tablePolicy,
 	tablePlugin, tablePluginWasm, tableCounter, tableCache, tableSemCache, tableFile, tableFileChunk, tableFilePending,
 	tableFTFile, tableFTJob, tableBatch, tableBatchOpen, tableBatchLine, tableBatchCID, tableResponse,
-	tableResponseInput, tableUsageLimit, tableBudget, tableMCPServer}
+	tableResponseInput, tableUsageLimit, tableBudget, tableMCPServer, tablePluginKV}
 
 // Holdings returns the kinds of resources the workspace holds, in a fixed order, leaving out those it has none of.
 func (w *WorkspaceStore) Holdings(id string) ([]Holding, error) {
@@ -229,6 +229,7 @@ func (w *WorkspaceStore) forgetWorkspace(id string) {
 	w.cache.forget(string(key(tableWorkspace, id)))
 	forgetUnder(&s.Providers.cache, prefix(tableProvider, id))
 	forgetUnder(&s.MCPServers.cache, prefix(tableMCPServer, id))
+	s.PluginKV.cache.forget(id)
 	for _, d := range []interface {
 		forgetWorkspace(id string)
 	}{s.Configs, s.Prompts, s.Guardrails, s.Policies, &s.Plugins.docs} {

@@ -96,6 +96,7 @@ func nouns() []*noun {
 				{"metadata", kJSON, "metadata (a JSON object of strings)"}},
 				example: "  gateway batches create --input-file-id file-... --endpoint /v1/chat/completions --completion-window 24h"}},
 			extra: batchCommands},
+		pluginKVNoun(), // cli_pluginkv.go
 		logsNoun(),
 	}
 }

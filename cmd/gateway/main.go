@@ -115,7 +115,8 @@ func run(ctx context.Context, stopSignals func(), args []string, getenv func(str
 	// The engine comes before the bootstrap file, which loads its plugins before storing them.
 	wasm, err := plugins.New(plugins.Options{CacheDir: filepath.Join(cfg.dataDir, "wasm-cache"), Logger: log,
 		PluginsPerWorkspace: cfg.pluginsPerWorkspace, MemoryPerWorkspace: int64(cfg.pluginMemoryPerWorkspace),
-		OnCall: meters.PluginCall, OnCompile: meters.PluginCompiled, OnInstantiate: meters.PluginInstantiated})
+		OnCall: meters.PluginCall, OnCompile: meters.PluginCompiled, OnInstantiate: meters.PluginInstantiated,
+		KV: store.PluginKV.Lookup}) // kv_get reads the store's in-memory copy; the admin API writes through control
 	if err != nil {
 		return fmt.Errorf("plugin engine: %w", err)
 	}

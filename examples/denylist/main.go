@@ -5,8 +5,9 @@
 //
 //	GOOS=wasip1 GOARCH=wasm go build -buildmode=c-shared -o denylist.wasm .
 //
-// Parameters: "words" (an array of strings) and "patterns" (an array of Go regular expressions, RE2 syntax).
-// See README.md.
+// Parameters: "words" (an array of strings), "patterns" (an array of Go regular expressions, RE2 syntax) and
+// "kv" (a key of the workspace's plugin key-value store whose value holds more words, one per line, read on
+// every call so that an admin's PUT /v1/plugin-kv/{key} changes the list without a new module). See README.md.
 package main
 
 import (
@@ -29,6 +30,13 @@ func check(in sdk.Input) sdk.Result {
 		if words, ok = in.ParamStrings("words"); !ok {
 			return sdk.Error(errors.New(`denylist: parameter "words" must be an array of strings, not ` + raw))
 		}
+	}
+	if raw, ok := in.Param("kv"); ok {
+		key, ok := in.ParamString("kv")
+		if !ok {
+			return sdk.Error(errors.New(`denylist: parameter "kv" must be a string (a key of the plugin key-value store), not ` + raw))
+		}
+		words = append(words, kvWords(key)...)
 	}
 	if raw, ok := in.Param("patterns"); ok {
 		if patterns, ok = in.ParamStrings("patterns"); !ok {
@@ -63,6 +71,22 @@ func check(in sdk.Input) sdk.Result {
 		r = r.With("patterns", matchedPatterns)
 	}
 	return r
+}
+
+// kvWords returns the words of the plugin key-value store's value under key: one per line, spaces around them
+// dropped, empty lines skipped. An absent key holds no words: the list may not be filled yet.
+func kvWords(key string) []string {
+	value, ok := sdk.KVGet(key)
+	if !ok {
+		return nil
+	}
+	var words []string
+	for line := range strings.Lines(value) {
+		if w := strings.TrimSpace(line); w != "" {
+			words = append(words, w)
+		}
+	}
+	return words
 }
 
 // isWord reports whether r is part of a word: a letter, a digit, a combining mark or '_'.

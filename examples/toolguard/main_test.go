@@ -6,8 +6,8 @@ import (
 	"testing"
 
 	"github.com/llmgw/gateway/hostapi"
+	"github.com/llmgw/gateway/internal/sdkrun"
 	"github.com/llmgw/gateway/internal/wasmtest"
-	sdk "github.com/llmgw/gateway/sdk-guest"
 )
 
 type guardCase struct {
@@ -119,7 +119,7 @@ func (tc guardCase) check(t *testing.T, out hostapi.Output) {
 
 func TestCheck(t *testing.T) {
 	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) { tc.check(t, sdk.Run(hostapi.KindCheck, tc.input())) })
+		t.Run(tc.name, func(t *testing.T) { tc.check(t, sdkrun.Run(hostapi.KindCheck, tc.input())) })
 	}
 }
 

@@ -2,7 +2,9 @@
 // -buildmode=c-shared) and runs them in wazero with the gateway_v1 host functions stubbed, speaking ABI v1
 // through hostapi. It is test support for the examples and for tests elsewhere in the module that need a real
 // guest (routes' MCP tool hooks build examples/toolguard with it), written independently of the gateway's engine
-// (package plugins): it proves that what sdk-guest builds is a valid ABI v1 guest.
+// (package plugins): it proves that what sdk-guest builds is a valid ABI v1 guest. It also builds the Rust and
+// AssemblyScript SDKs' guests (Guest, BuildRust, BuildAssemblyScript: toolchains.go, rust.go, assemblyscript.go),
+// checks their side of the ABI (guestabi.go) and holds the examples' benchmark workload (workload.go).
 package wasmtest
 
 import (
@@ -80,6 +82,9 @@ type Host struct {
 	Fields map[string]string
 	// Now answers now_unix_ms; zero means the wall clock.
 	Now time.Time
+	// KV answers kv_get (ABI v1.1): a key of the workspace's plugin key-value store → its value. Absent keys
+	// answer -1.
+	KV map[string]string
 
 	mu   sync.Mutex
 	logs []LogEntry
@@ -134,6 +139,7 @@ func runtime() (wazero.Runtime, error) {
 			NewFunctionBuilder().WithFunc(hostLog).Export(hostapi.ImportLog).
 			NewFunctionBuilder().WithFunc(hostNowUnixMs).Export(hostapi.ImportNowUnixMs).
 			NewFunctionBuilder().WithFunc(hostRequestField).Export(hostapi.ImportRequestField).
+			NewFunctionBuilder().WithFunc(hostKVGet).Export(hostapi.ImportKVGet).
 			Instantiate(ctx)
 		engine.rt, engine.err = rt, err
 		engine.compiled = map[[sha256.Size]byte]wazero.CompiledModule{}
@@ -175,6 +181,17 @@ func hostRequestField(ctx context.Context, m api.Module, pathPtr, pathLen, outPt
 	return int32(len(v))
 }
 
+func hostKVGet(ctx context.Context, m api.Module, keyPtr, keyLen, outPtr, outCap uint32) int32 {
+	v, ok := hostOf(ctx).KV[string(read(m, keyPtr, keyLen))]
+	if !ok {
+		return -1
+	}
+	if len(v) <= int(outCap) && !m.Memory().Write(outPtr, []byte(v)) {
+		panic("gateway_v1: kv_get: out buffer out of range")
+	}
+	return int32(len(v))
+}
+
 // Validate checks what the gateway checks at upload: the three ABI v1 exports with their signatures, and no
 // import but gateway_v1's functions and wasi_snapshot_preview1.
 func Validate(cm wazero.CompiledModule) error {
@@ -203,6 +220,7 @@ func Validate(cm wazero.CompiledModule) error {
 		hostapi.ImportLog:          {{i32, i32, i32}, nil},
 		hostapi.ImportNowUnixMs:    {nil, {i64}},
 		hostapi.ImportRequestField: {{i32, i32, i32, i32}, {i32}},
+		hostapi.ImportKVGet:        {{i32, i32, i32, i32}, {i32}},
 	}
 	for _, f := range cm.ImportedFunctions() {
 		mod, name, _ := f.Import()
@@ -316,7 +334,7 @@ func (p *Plugin) MustCall(t testing.TB, kind hostapi.Kind, in *hostapi.Input, ho
 }
 
 // GuestDeps is what a plugin built with the SDK may depend on outside the standard library.
-var GuestDeps = []string{"github.com/llmgw/gateway/hostapi", "github.com/llmgw/gateway/sdk-guest"}
+var GuestDeps = []string{"github.com/llmgw/gateway/sdk-guest", "github.com/llmgw/gateway/sdk-guest/internal/hostapi"}
 
 // Deps returns the non-standard packages the main package in dir depends on when built for wasm, except
 // itself, sorted. It skips t when go is not on PATH.

@@ -12,5 +12,6 @@ export { Input } from "./input";
 export { Outcome } from "./outcome";
 export { Json, JsonKind, Some, jsonBool, jsonFloat, jsonInt, jsonNumber, jsonString, jsonStrings } from "./json";
 export { Level, log, nowUnixMs, requestField } from "./host";
+export { kvGet } from "./kv";
 export { Compiled, Regexp, RegexpResult, compileRegexp } from "./regexp";
 export { isDigit, isLatin, isLetter, isMark, isNumber, isSpaceRune, toLowerRune, toUpperRune } from "./unicode";

@@ -60,6 +60,23 @@ pub fn call(kind: i32, ptr: u32, len: u32, check: Option<CheckFn>, condition: Op
     }
 }
 
+/// gateway_transform: as gateway_call, for the transform handler (`plugin!(transform = ...)`).
+#[doc(hidden)]
+pub fn transform(kind: i32, ptr: u32, len: u32, transform: crate::transform::TransformFn) -> u64 {
+    set_panic_hook();
+    unsafe {
+        let base = INPUT_BUFFER.as_ptr() as usize;
+        let (ptr, len) = (ptr as usize, len as usize);
+        OUTPUT_BUFFER.clear();
+        if ptr >= base && ptr.checked_add(len).map_or(false, |end| end <= base + INPUT_BUFFER.len()) {
+            crate::transform::dispatch_transform(kind, &INPUT_BUFFER[ptr - base..ptr - base + len], transform, &mut OUTPUT_BUFFER);
+        } else {
+            error_output(&mut OUTPUT_BUFFER, "sdk: the input is not in the buffer gateway_alloc returned");
+        }
+        (OUTPUT_BUFFER.as_ptr() as u64) << 32 | OUTPUT_BUFFER.len() as u64
+    }
+}
+
 /// A panic aborts the instance (wasm has no unwinding here), which the gateway reports as a check error and
 /// replaces the instance; the hook puts the panic's message into the request's log first.
 fn set_panic_hook() {
@@ -72,7 +89,7 @@ fn set_panic_hook() {
     std::panic::set_hook(Box::new(|info| crate::host::log(crate::host::Level::Error, &format!("panic: {info}"))));
 }
 
-fn error_output(dst: &mut Vec<u8>, msg: &str) {
+pub(crate) fn error_output(dst: &mut Vec<u8>, msg: &str) {
     wire::append_flag(dst, wire::TAG_VERDICT, true);
     wire::append_field(dst, wire::TAG_ERROR, msg.as_bytes());
 }
@@ -102,7 +119,7 @@ pub fn dispatch(kind: i32, b: &[u8], check: Option<CheckFn>, condition: Option<C
 }
 
 /// Encodes an Outcome, writing the data's JSON straight into the field (its length is patched afterwards).
-fn write_outcome(out: &mut Vec<u8>, o: &Outcome) {
+pub(crate) fn write_outcome(out: &mut Vec<u8>, o: &Outcome) {
     let start = out.len();
     wire::append_flag(out, wire::TAG_VERDICT, o.pass);
     if let Some(data) = &o.data {

@@ -12,12 +12,13 @@ pub enum Level {
 }
 
 #[cfg(target_arch = "wasm32")]
-mod imports {
+pub(crate) mod imports {
     #[link(wasm_import_module = "gateway_v1")]
     extern "C" {
         pub fn log(level: i32, ptr: *const u8, len: u32);
         pub fn now_unix_ms() -> i64;
         pub fn request_field(path_ptr: *const u8, path_len: u32, out_ptr: *mut u8, out_cap: u32) -> i32;
+        pub fn kv_get(key_ptr: *const u8, key_len: u32, out_ptr: *mut u8, out_cap: u32) -> i32; // kv.rs
     }
 }
 

@@ -19,6 +19,9 @@ pub struct Input<'a> {
     pub endpoint: &'a str,
     pub tool: &'a str,
     pub mcp_server: &'a str,
+    /// The JSON body a transform rewrites (`plugin!(transform = ...)`): the request in OpenAI's shape (stage
+    /// "before") or the whole answer (stage "after"); empty for checks and conditions.
+    pub body: &'a [u8],
     metadata: Vec<(&'a str, &'a str)>,
     params: Vec<(&'a str, &'a str)>,
 }
@@ -51,6 +54,7 @@ impl<'a> Input<'a> {
             endpoint: &w.endpoint,
             tool: &w.tool,
             mcp_server: &w.mcp_server,
+            body: &w.body,
             metadata: pairs(&w.metadata),
             params: pairs(&w.params),
         }

@@ -21,8 +21,10 @@ pub mod ascii;
 mod host;
 mod input;
 pub mod json;
+mod kv;
 mod outcome;
 pub mod regex;
+mod transform;
 pub mod unicode;
 pub mod wire;
 
@@ -30,11 +32,15 @@ pub use abi::{run, CheckFn, ConditionFn, ABI_VERSION};
 pub use host::{log, now_unix_ms, request_field, Level};
 pub use input::Input;
 pub use json::Json;
+#[cfg(not(target_arch = "wasm32"))]
+pub use kv::set_kv_for_test;
+pub use kv::kv_get;
 pub use outcome::Outcome;
+pub use transform::{run_transform, Rewrite, TransformFn};
 
 #[doc(hidden)]
 pub mod __private {
-    pub use crate::abi::{alloc, call};
+    pub use crate::abi::{alloc, call, transform};
 }
 
 /// Makes the crate a gateway plugin: generates the ABI v1.1 exports (`gateway_abi_v1`, `gateway_abi_version`,
@@ -42,23 +48,49 @@ pub mod __private {
 ///
 /// - `plugin!(check = my_check);` with `fn my_check(input: &Input) -> Outcome`;
 /// - `plugin!(condition = my_condition);` with `fn my_condition(input: &Input) -> bool`;
-/// - `plugin!(check = my_check, condition = my_condition);` for both.
+/// - `plugin!(check = my_check, condition = my_condition);` for both;
+/// - `transform = my_transform`, alone or beside the others (in any order), with
+///   `fn my_transform(input: &Input) -> Rewrite`: a mutator hook's body rewrite, exported as
+///   `gateway_transform` only when named.
 ///
 /// It also defines `run_check` and `run_condition` (natively only), which run the handlers through the wire
-/// encoding as the gateway would, for the plugin's `cargo test`.
+/// encoding as the gateway would, for the plugin's `cargo test` (and `run_transform` when a transform is named).
 #[macro_export]
 macro_rules! plugin {
-    (check = $check:expr, condition = $condition:expr $(,)?) => {
-        $crate::plugin!(@exports Some($check), Some($condition));
+    ($($key:ident = $value:expr),+ $(,)?) => {
+        $crate::plugin!(@collect [None] [None] [None] $($key = $value,)+);
     };
-    (condition = $condition:expr, check = $check:expr $(,)?) => {
-        $crate::plugin!(@exports Some($check), Some($condition));
+    // Each handler named, in any order, goes into its slot: [check] [condition] [transform].
+    (@collect [$($c:tt)*] [$($d:tt)*] [$($t:tt)*] check = $v:expr, $($rest:tt)*) => {
+        $crate::plugin!(@collect [Some($v)] [$($d)*] [$($t)*] $($rest)*);
     };
-    (check = $check:expr $(,)?) => {
-        $crate::plugin!(@exports Some($check), None);
+    (@collect [$($c:tt)*] [$($d:tt)*] [$($t:tt)*] condition = $v:expr, $($rest:tt)*) => {
+        $crate::plugin!(@collect [$($c)*] [Some($v)] [$($t)*] $($rest)*);
     };
-    (condition = $condition:expr $(,)?) => {
-        $crate::plugin!(@exports None, Some($condition));
+    (@collect [$($c:tt)*] [$($d:tt)*] [$($t:tt)*] transform = $v:expr, $($rest:tt)*) => {
+        $crate::plugin!(@collect [$($c)*] [$($d)*] [Some($v)] $($rest)*);
+    };
+    (@collect [$($c:tt)*] [$($d:tt)*] [None]) => {
+        $crate::plugin!(@exports $($c)*, $($d)*);
+    };
+    (@collect [$($c:tt)*] [$($d:tt)*] [Some($t:expr)]) => {
+        $crate::plugin!(@exports $($c)*, $($d)*);
+        const _: () = {
+            const TRANSFORM: $crate::TransformFn = $t;
+
+            #[cfg(target_arch = "wasm32")]
+            #[no_mangle]
+            pub extern "C" fn gateway_transform(kind: i32, ptr: u32, len: u32) -> u64 {
+                $crate::__private::transform(kind, ptr, len, TRANSFORM)
+            }
+        };
+
+        /// Runs the plugin's transform through the wire encoding, as the gateway would (for native tests).
+        #[cfg(not(target_arch = "wasm32"))]
+        #[allow(dead_code)]
+        pub fn run_transform(input: &$crate::wire::WireInput<'_>) -> $crate::wire::WireOutput {
+            $crate::run_transform(input, $t)
+        }
     };
     (@exports $check:expr, $condition:expr) => {
         const _: () = {

@@ -21,6 +21,8 @@ pub const TAG_STAGE: u8 = 8;
 pub const TAG_ENDPOINT: u8 = 9;
 pub const TAG_TOOL: u8 = 10;
 pub const TAG_MCP_SERVER: u8 = 11;
+/// ABI v1.1: the JSON body a transform call rewrites.
+pub const TAG_BODY: u8 = 12;
 
 /// Output field tags.
 pub const TAG_VERDICT: u8 = 1;
@@ -28,10 +30,14 @@ pub const TAG_DATA: u8 = 2;
 pub const TAG_TRANSFORMED_TEXT: u8 = 3;
 pub const TAG_ERROR: u8 = 4;
 pub const TAG_MATCH: u8 = 5;
+/// ABI v1.1: a transform's replacement body, one JSON object.
+pub const TAG_TRANSFORMED_BODY: u8 = 6;
 
 /// Call kinds of gateway_call.
 pub const KIND_CHECK: i32 = 1;
 pub const KIND_CONDITION: i32 = 2;
+/// The kind of a call of gateway_transform.
+pub const KIND_TRANSFORM: i32 = 3;
 
 /// What went wrong in a decoding; the messages are hostapi's.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -97,6 +103,8 @@ pub struct WireInput<'a> {
     pub endpoint: Cow<'a, str>,
     pub tool: Cow<'a, str>,
     pub mcp_server: Cow<'a, str>,
+    /// The body of a transform call (empty otherwise).
+    pub body: Cow<'a, [u8]>,
 }
 
 /// An Output as it travels. `Default` is the ABI's default, a pass with nothing else.
@@ -107,11 +115,13 @@ pub struct WireOutput {
     pub transformed_text: Option<String>,
     pub error: String,
     pub matched: bool,
+    /// A transform's replacement body; None leaves the body as it was.
+    pub body: Option<Vec<u8>>,
 }
 
 impl Default for WireOutput {
     fn default() -> Self {
-        WireOutput { verdict: true, data: None, transformed_text: None, error: String::new(), matched: false }
+        WireOutput { verdict: true, data: None, transformed_text: None, error: String::new(), matched: false, body: None }
     }
 }
 
@@ -133,6 +143,9 @@ pub fn input_len(input: &WireInput<'_>) -> usize {
     let mut n: usize = singles.iter().filter(|s| !s.is_empty()).map(|s| HEADER_SIZE + s.len()).sum();
     for (k, v) in input.metadata.iter().chain(input.params.iter()) {
         n += 2 * HEADER_SIZE + k.len() + v.len();
+    }
+    if !input.body.is_empty() {
+        n += HEADER_SIZE + input.body.len();
     }
     n
 }
@@ -160,6 +173,9 @@ pub fn encode_input(dst: &mut Vec<u8>, input: &WireInput<'_>) {
     single(dst, TAG_ENDPOINT, &input.endpoint);
     single(dst, TAG_TOOL, &input.tool);
     single(dst, TAG_MCP_SERVER, &input.mcp_server);
+    if !input.body.is_empty() {
+        append_field(dst, TAG_BODY, &input.body);
+    }
 }
 
 /// Reads the field header at `off`: its tag and the bounds of its value, or the tag seen (0 when the header is
@@ -227,6 +243,13 @@ pub fn decode_input(b: &[u8]) -> Result<WireInput<'_>, DecodeError> {
                 next = vend;
             }
             TAG_METADATA_VALUE | TAG_PARAM_VALUE => return Err(err(off, tag, DecodeErrorKind::Unpaired)),
+            TAG_BODY => {
+                if seen & (1 << tag) != 0 {
+                    return Err(err(off, tag, DecodeErrorKind::Duplicate));
+                }
+                seen |= 1 << tag;
+                input.body = Cow::Borrowed(&b[start..end]);
+            }
             _ => {}
         }
         off = next;
@@ -250,6 +273,9 @@ pub fn encode_output(dst: &mut Vec<u8>, out: &WireOutput) {
     if out.matched {
         append_flag(dst, TAG_MATCH, true);
     }
+    if let Some(body) = &out.body {
+        append_field(dst, TAG_TRANSFORMED_BODY, body);
+    }
 }
 
 /// Decodes an Output strictly, as hostapi.DecodeOutput does; an empty buffer is the default Output.
@@ -260,7 +286,7 @@ pub fn decode_output(b: &[u8]) -> Result<WireOutput, DecodeError> {
     let mut off = 0;
     while off < b.len() {
         let (tag, start, end) = field(b, off).map_err(|(tag, kind)| err(off, tag, kind))?;
-        if (TAG_VERDICT..=TAG_MATCH).contains(&tag) {
+        if (TAG_VERDICT..=TAG_TRANSFORMED_BODY).contains(&tag) {
             if seen & (1 << tag) != 0 {
                 return Err(err(off, tag, DecodeErrorKind::Duplicate));
             }
@@ -281,6 +307,7 @@ pub fn decode_output(b: &[u8]) -> Result<WireOutput, DecodeError> {
             TAG_DATA => out.data = Some(v.to_vec()),
             TAG_TRANSFORMED_TEXT => out.transformed_text = Some(String::from_utf8_lossy(v).into_owned()),
             TAG_ERROR => out.error = String::from_utf8_lossy(v).into_owned(),
+            TAG_TRANSFORMED_BODY => out.body = Some(v.to_vec()),
             _ => {}
         }
         off = end;
@@ -308,11 +335,28 @@ mod tests {
             endpoint: s("mcp"),
             tool: s("t"),
             mcp_server: s("srv"),
+            body: Cow::Borrowed(b"{\"model\":\"m\"}"),
         };
         let mut b = Vec::new();
         encode_input(&mut b, &input);
         assert_eq!(b.len(), input_len(&input));
         assert_eq!(decode_input(&b).unwrap(), input);
+    }
+
+    #[test]
+    fn body_fields() {
+        let mut b = Vec::new();
+        append_field(&mut b, TAG_BODY, b"{}");
+        append_field(&mut b, TAG_TEXT, b"t");
+        let input = decode_input(&b).unwrap();
+        assert_eq!((&*input.body, &*input.text), (&b"{}"[..], "t"));
+        append_field(&mut b, TAG_BODY, b"{}");
+        assert_eq!(decode_input(&b).unwrap_err().kind, DecodeErrorKind::Duplicate);
+        let mut out = Vec::new();
+        append_field(&mut out, TAG_TRANSFORMED_BODY, b"{}");
+        assert_eq!(decode_output(&out).unwrap().body.as_deref(), Some(&b"{}"[..]));
+        append_field(&mut out, TAG_TRANSFORMED_BODY, b"{}");
+        assert_eq!(decode_output(&out).unwrap_err().kind, DecodeErrorKind::Duplicate);
     }
 
     #[test]
@@ -336,7 +380,7 @@ mod tests {
 
     #[test]
     fn output_strict() {
-        let out = WireOutput { verdict: false, data: Some(b"{}".to_vec()), transformed_text: Some(String::new()), error: "e".into(), matched: true };
+        let out = WireOutput { verdict: false, data: Some(b"{}".to_vec()), transformed_text: Some(String::new()), error: "e".into(), matched: true, body: Some(b"{}".to_vec()) };
         let mut b = Vec::new();
         encode_output(&mut b, &out);
         assert_eq!(decode_output(&b).unwrap(), out);

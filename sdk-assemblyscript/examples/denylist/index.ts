@@ -1,8 +1,25 @@
 // The denylist example (examples/denylist in Go) in AssemblyScript: a guardrail failing when the checked text
 // contains a deny-listed word (case-insensitive, whole words only) or matches a deny-listed regular expression
-// (the SDK's RE2 subset), naming what matched. Parameters: "words" and "patterns", arrays of strings.
-import { Input, Outcome, Regexp, compileRegexp, isDigit, isLetter, isMark, registerCheck } from "../../assembly/index";
+// (the SDK's RE2 subset), naming what matched. Parameters: "words" and "patterns", arrays of strings, and "kv", a
+// key of the workspace's plugin key-value store whose value holds more words, one per line, read on every call.
+import { Input, Outcome, Regexp, compileRegexp, isDigit, isLetter, isMark, kvGet, registerCheck } from "../../assembly/index";
 export { gateway_abi_v1, gateway_abi_version, gateway_alloc, gateway_call } from "../../assembly/index";
+
+/**
+ * The words of the plugin key-value store's value under key: one per line, spaces around them dropped, empty
+ * lines skipped. An absent key holds no words: the list may not be filled yet.
+ */
+function kvWords(key: string): string[] {
+  const out: string[] = [];
+  const value = kvGet(key);
+  if (value == null) return out;
+  const lines = value.split("\n");
+  for (let i = 0; i < lines.length; i++) {
+    const w = lines[i].trim();
+    if (w.length > 0) out.push(w);
+  }
+  return out;
+}
 
 /** Part of a word: a letter, a digit, a combining mark or '_'. */
 function isWord(c: u32): bool {
@@ -55,6 +72,12 @@ function check(input: Input): Outcome {
     const w = input.paramStrings("words");
     if (w == null) return Outcome.error('denylist: parameter "words" must be an array of strings, not ' + rawWords);
     words = w;
+  }
+  const rawKV = input.param("kv");
+  if (rawKV != null) {
+    const key = input.paramString("kv");
+    if (key == null) return Outcome.error('denylist: parameter "kv" must be a string (a key of the plugin key-value store), not ' + rawKV);
+    words = words.concat(kvWords(key));
   }
   const rawPatterns = input.param("patterns");
   if (rawPatterns != null) {

@@ -1,8 +1,9 @@
 //! A guardrail: it fails when the checked text contains a deny-listed word (case-insensitive, whole words only)
 //! or matches a deny-listed regular expression, and names what matched. The Rust twin of examples/denylist.
 //!
-//! Parameters: "words" (an array of strings) and "patterns" (an array of RE2 regular expressions, run by the
-//! SDK's linear-time engine).
+//! Parameters: "words" (an array of strings), "patterns" (an array of RE2 regular expressions, run by the
+//! SDK's linear-time engine) and "kv" (a key of the workspace's plugin key-value store whose value holds more
+//! words, one per line, read on every call).
 
 use gateway_plugin_sdk::regex::Regex;
 use gateway_plugin_sdk::unicode::{is_digit, is_letter, is_mark};
@@ -16,6 +17,12 @@ fn check(input: &Input) -> Outcome {
         match input.param_strings("words") {
             Some(w) => words = w,
             None => return Outcome::error(format!(r#"denylist: parameter "words" must be an array of strings, not {raw}"#)),
+        }
+    }
+    if let Some(raw) = input.param("kv") {
+        match input.param_string("kv") {
+            Some(key) => words.extend(kv_words(&key)),
+            None => return Outcome::error(format!(r#"denylist: parameter "kv" must be a string (a key of the plugin key-value store), not {raw}"#)),
         }
     }
     let mut patterns = Vec::new();
@@ -47,6 +54,15 @@ fn check(input: &Input) -> Outcome {
         out = out.with("patterns", matched_patterns);
     }
     out
+}
+
+/// The words of the plugin key-value store's value under `key`: one per line, spaces around them dropped, empty
+/// lines skipped. An absent key holds no words: the list may not be filled yet.
+fn kv_words(key: &str) -> Vec<String> {
+    match gateway_plugin_sdk::kv_get(key) {
+        Some(value) => value.lines().map(str::trim).filter(|w| !w.is_empty()).map(String::from).collect(),
+        None => Vec::new(),
+    }
 }
 
 /// Part of a word: a letter, a digit, a combining mark or '_'.

@@ -1,0 +1,233 @@
+package examplecases
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/llmgw/gateway/hostapi"
+	"github.com/llmgw/gateway/internal/conformance"
+	"github.com/llmgw/gateway/internal/wasmtest"
+)
+
+// Examples are the example plugins every guest language has.
+var Examples = []string{"denylist", "pii", "router"}
+
+// Case is one row of the table; see the package documentation for what each field means.
+type Case struct {
+	Example   string                     `json:"example"`
+	Name      string                     `json:"name"`
+	Kind      string                     `json:"kind"` // "check" or "condition"
+	CheckID   string                     `json:"check_id"`
+	Input     Input                      `json:"input"`
+	Fields    map[string]json.RawMessage `json:"fields"`
+	Want      Want                       `json:"want"`
+	Languages []wasmtest.Language        `json:"languages"`
+	Why       string                     `json:"why"`
+}
+
+// Input is the Input of a case.
+type Input struct {
+	Text      string                     `json:"text"`
+	Repeat    int                        `json:"repeat"`
+	Model     string                     `json:"model"`
+	Stage     string                     `json:"stage"`
+	Endpoint  string                     `json:"endpoint"`
+	Tool      string                     `json:"tool"`
+	MCPServer string                     `json:"mcp_server"`
+	Metadata  [][2]string                `json:"metadata"`
+	Params    map[string]json.RawMessage `json:"params"`
+}
+
+// Want is what a case expects.
+type Want struct {
+	Verdict         *bool           `json:"verdict"`
+	Match           *bool           `json:"match"`
+	Data            json.RawMessage `json:"data"`
+	TransformedText *string         `json:"transformed_text"`
+	ErrorContains   *string         `json:"error_contains"`
+	Logs            []LogLine       `json:"logs"`
+}
+
+// LogLine is one line a guest logs: its level ("debug", "info", "warn" or "error") and message.
+type LogLine struct {
+	Level string `json:"level"`
+	Msg   string `json:"msg"`
+}
+
+type table struct {
+	Notes []string `json:"notes"`
+	Cases []Case   `json:"cases"`
+}
+
+// Bounds of the table, so that a broken checkout fails quickly rather than exhausting memory.
+const (
+	maxTable = 4 << 20
+	maxText  = 1 << 20 // bytes of one case's text, repeats included
+)
+
+// TablePath returns the path of examples/testdata/cases.json in the source tree this package was built from.
+func TablePath() string {
+	_, file, _, ok := runtime.Caller(0)
+	if !ok {
+		return filepath.Join("examples", "testdata", "cases.json")
+	}
+	return filepath.Join(filepath.Dir(file), "..", "..", "examples", "testdata", "cases.json")
+}
+
+// All reads and checks the whole table at TablePath.
+func All() ([]Case, error) {
+	path := TablePath()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("examplecases: %w", err)
+	}
+	if len(b) > maxTable {
+		return nil, fmt.Errorf("examplecases: %s is %d bytes, more than %d", path, len(b), maxTable)
+	}
+	return parse(b)
+}
+
+// Cases returns the cases of example that apply to lang, in the table's order. An example without any is an
+// error: a misspelt name would otherwise test nothing.
+func Cases(example string, lang wasmtest.Language) ([]Case, error) {
+	all, err := All()
+	if err != nil {
+		return nil, err
+	}
+	var cases []Case
+	for _, c := range all {
+		if c.Example == example && (len(c.Languages) == 0 || slices.Contains(c.Languages, lang)) {
+			cases = append(cases, c)
+		}
+	}
+	if len(cases) == 0 {
+		return nil, fmt.Errorf("examplecases: no case of example %q for language %q", example, lang)
+	}
+	return cases, nil
+}
+
+func parse(b []byte) ([]Case, error) {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields() // a misspelt field would silently test nothing
+	var t table
+	if err := dec.Decode(&t); err != nil {
+		return nil, fmt.Errorf("examplecases: table: %w", err)
+	}
+	seen := map[[2]string]bool{}
+	for i := range t.Cases {
+		c := &t.Cases[i]
+		if err := c.validate(); err != nil {
+			return nil, fmt.Errorf("examplecases: table: case %d (%s/%s): %w", i, c.Example, c.Name, err)
+		}
+		key := [2]string{c.Example, c.Name}
+		if seen[key] {
+			return nil, fmt.Errorf("examplecases: table: case %d: name %q is taken in example %q", i, c.Name, c.Example)
+		}
+		seen[key] = true
+	}
+	return t.Cases, nil
+}
+
+var levels = map[string]bool{"debug": true, "info": true, "warn": true, "error": true}
+
+func (c *Case) validate() error {
+	switch {
+	case !slices.Contains(Examples, c.Example):
+		return fmt.Errorf("example %q is none of %v", c.Example, Examples)
+	case c.Name == "":
+		return fmt.Errorf("name is required")
+	case c.Kind != "check" && c.Kind != "condition":
+		return fmt.Errorf("kind %q is neither check nor condition", c.Kind)
+	case c.Kind == "check" && c.CheckID == "":
+		return fmt.Errorf("check_id is required for kind check")
+	case c.Kind == "condition" && c.CheckID != "":
+		return fmt.Errorf("check_id must be empty for kind condition")
+	case c.Input.Repeat < 0:
+		return fmt.Errorf("input.repeat %d is negative", c.Input.Repeat)
+	case max(c.Input.Repeat, 1)*len(c.Input.Text) > maxText:
+		return fmt.Errorf("input.text repeated is more than %d bytes", maxText)
+	case c.Kind == "check" && c.Want.ErrorContains == nil && c.Want.Verdict == nil:
+		return fmt.Errorf("want.verdict is required for a check that wants no error")
+	case c.Kind == "condition" && c.Want.ErrorContains == nil && c.Want.Match == nil:
+		return fmt.Errorf("want.match is required for a condition that wants no error")
+	case (len(c.Languages) == 0) != (c.Why == ""):
+		return fmt.Errorf("why must say why when, and only when, languages narrows the case")
+	}
+	for name, v := range c.Input.Params {
+		if !json.Valid(v) {
+			return fmt.Errorf("input.params[%q] is not JSON", name)
+		}
+	}
+	for path, v := range c.Fields {
+		if !json.Valid(v) {
+			return fmt.Errorf("fields[%q] is not JSON", path)
+		}
+	}
+	if len(c.Want.Data) > 0 {
+		var compact bytes.Buffer
+		if err := json.Compact(&compact, c.Want.Data); err != nil || compact.Len() == 0 || compact.Bytes()[0] != '{' {
+			return fmt.Errorf("want.data must be a JSON object")
+		}
+		c.Want.Data = compact.Bytes()
+	}
+	for i, l := range c.Want.Logs {
+		if !levels[l.Level] {
+			return fmt.Errorf("want.logs[%d].level %q is none of debug, info, warn, error", i, l.Level)
+		}
+	}
+	for i, lang := range c.Languages {
+		if !slices.Contains(wasmtest.Languages, lang) {
+			return fmt.Errorf("languages[%d] %q is none of %v", i, lang, wasmtest.Languages)
+		}
+		if slices.Contains(c.Languages[:i], lang) {
+			return fmt.Errorf("languages[%d] %q is repeated", i, lang)
+		}
+	}
+	return nil
+}
+
+// HostInput is the Input the host sends for c.
+func (c *Case) HostInput() *hostapi.Input {
+	in := &hostapi.Input{
+		Text: strings.Repeat(c.Input.Text, max(c.Input.Repeat, 1)), Model: c.Input.Model, Stage: c.Input.Stage,
+		Endpoint: c.Input.Endpoint, Tool: c.Input.Tool, MCPServer: c.Input.MCPServer, CheckID: c.CheckID,
+	}
+	for _, kv := range c.Input.Metadata {
+		in.Metadata = append(in.Metadata, hostapi.KV{Key: kv[0], Value: kv[1]})
+	}
+	names := make([]string, 0, len(c.Input.Params))
+	for name := range c.Input.Params {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		in.Params = append(in.Params, hostapi.KV{Key: name, Value: string(c.Input.Params[name])})
+	}
+	return in
+}
+
+// HostKind is the call's kind.
+func (c *Case) HostKind() hostapi.Kind {
+	if c.Kind == "condition" {
+		return hostapi.KindCondition
+	}
+	return hostapi.KindCheck
+}
+
+// Compare returns every way out differs from want, the logs aside, or nothing. It is conformance.Compare (data
+// compared as parsed JSON) with data compared byte for byte besides.
+func Compare(want *Want, out *hostapi.Output) []string {
+	problems := conformance.Compare(&conformance.Want{Verdict: want.Verdict, Match: want.Match, Data: want.Data,
+		TransformedText: want.TransformedText, ErrorContains: want.ErrorContains}, out)
+	if len(problems) == 0 && !bytes.Equal(out.Data, want.Data) {
+		problems = append(problems, fmt.Sprintf("data %s, want %s: the same JSON written otherwise (SDKs write keys sorted, as Go writes a map)", out.Data, want.Data))
+	}
+	return problems
+}

@@ -1,0 +1,132 @@
+package examplecases
+
+import (
+	"context"
+	"encoding/json"
+	"log/slog"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/llmgw/gateway/hostapi"
+	"github.com/llmgw/gateway/internal/wasmtest"
+	"github.com/llmgw/gateway/plugins"
+)
+
+// Workspace is where Run loads an example, as plugin id the example's name.
+const Workspace = "examples"
+
+// Run loads wasm, lang's build of example, into a fresh plugins.Engine and runs every case of the example that
+// applies to lang through Engine.Call, each as a subtest named after the case, comparing the guest's log lines
+// too.
+func Run(t *testing.T, lang wasmtest.Language, example string, wasm []byte) {
+	t.Helper()
+	cases, err := Cases(example, lang)
+	if err != nil {
+		t.Fatal(err)
+	}
+	logs := &guestLogs{}
+	// One instance, so that every case after the first runs on what the previous ones left (a compiled-pattern
+	// cache, a grown buffer); a generous deadline, since tests run under -race on small machines.
+	e, err := plugins.New(plugins.Options{MaxInstances: 1, CallTimeout: 30 * time.Second, Logger: slog.New(&logHandler{logs: logs})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = e.Close(context.Background()) })
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	if err := e.Load(ctx, Workspace, example, wasm); err != nil {
+		t.Fatalf("load the %s example (%s): %v", example, lang, err)
+	}
+	for i := range cases {
+		c := &cases[i]
+		t.Run(c.Name, func(t *testing.T) {
+			logs.take()
+			out, err := e.Call(ctx, Workspace, example, c.HostKind(), c.HostInput(), fields(c.Fields))
+			if err != nil {
+				t.Fatalf("call failed: %v", err)
+			}
+			for _, problem := range Compare(&c.Want, out) {
+				t.Error(problem)
+			}
+			if got := logs.take(); !slices.Equal(got, c.Want.Logs) {
+				t.Errorf("logs %q, want %q", got, c.Want.Logs)
+			}
+		})
+	}
+}
+
+// RunNative runs the cases of example that apply to lang through run, a plugin's handlers called in the test's
+// own process (sdk.Run for Go). A native run has no host: the cases that need request fields are left out, and
+// log lines are not compared.
+func RunNative(t *testing.T, lang wasmtest.Language, example string, run func(hostapi.Kind, *hostapi.Input) hostapi.Output) {
+	t.Helper()
+	cases, err := Cases(example, lang)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range cases {
+		c := &cases[i]
+		if len(c.Fields) > 0 {
+			continue
+		}
+		t.Run(c.Name, func(t *testing.T) {
+			out := run(c.HostKind(), c.HostInput())
+			for _, problem := range Compare(&c.Want, &out) {
+				t.Error(problem)
+			}
+		})
+	}
+}
+
+// fields is a case's RequestView.
+type fields map[string]json.RawMessage
+
+func (f fields) Field(path string) ([]byte, bool) {
+	v, ok := f[path]
+	return v, ok
+}
+
+// guestLogs collects what the engine logs for a plugin: the lines its guest writes through the log host
+// function (and the engine's own lines about the plugin, which a passing case never causes).
+type guestLogs struct {
+	mu    sync.Mutex
+	lines []LogLine
+}
+
+func (g *guestLogs) take() []LogLine {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	lines := g.lines
+	g.lines = nil
+	return lines
+}
+
+// logHandler records the records of the loggers the engine makes per plugin (those With a "plugin" attribute):
+// the engine's lines about loading and sweeping are not the guest's.
+type logHandler struct {
+	logs   *guestLogs
+	plugin bool
+}
+
+func (h *logHandler) Enabled(context.Context, slog.Level) bool { return true }
+
+func (h *logHandler) Handle(_ context.Context, r slog.Record) error {
+	if !h.plugin {
+		return nil
+	}
+	level := strings.ToLower(r.Level.String())
+	h.logs.mu.Lock()
+	h.logs.lines = append(h.logs.lines, LogLine{Level: level, Msg: r.Message})
+	h.logs.mu.Unlock()
+	return nil
+}
+
+func (h *logHandler) WithAttrs(attrs []slog.Attr) slog.Handler {
+	plugin := h.plugin || slices.ContainsFunc(attrs, func(a slog.Attr) bool { return a.Key == "plugin" })
+	return &logHandler{logs: h.logs, plugin: plugin}
+}
+
+func (h *logHandler) WithGroup(string) slog.Handler { return h }
