@@ -14,7 +14,7 @@ import (
 var text1K = strings.Repeat("The quick brown fox jumps over the lazy dog; ", 24)[:1024]
 
 // BenchmarkCall measures one Call of a loaded plugin with a 1 KB input: the no-op check (the engine's own
-// overhead: pool, encoding, gateway_alloc, gateway_call, decoding) guarded by WithCloseOnContextDone and a
+// overhead: pool, encoding, gateway_alloc, gateway_call, decoding) guarded by the fuel counter (guard.go) and a
 // per-call deadline, as in production, and unguarded (no deadline, no termination checks; test-only), and a
 // realistic check (two regexes over the kilobyte); each for the ABI v1.0 guest (two guest calls per call:
 // gateway_alloc, gateway_call) and the same guest speaking v1.1 (one: gateway_call).

@@ -85,15 +85,17 @@ func instanceMemory(compiled wazero.CompiledModule, limitMiB uint32) int64 {
 // instance is one instantiated guest. It serves one call at a time; its fields other than v are touched only
 // by the caller holding it.
 type instance struct {
-	v      *version
-	mod    api.Module
-	alloc  api.Function
-	call   api.Function
-	mem    api.Memory
-	stack  []uint64 // params and results of CallWithStack
-	buf    []byte   // the encoded input, reused
-	stderr *stderrBuf
-	cc     callCtx // the context of the instance's current call (instance.newCall)
+	v     *version
+	mod   api.Module
+	alloc api.Function
+	call  api.Function
+	// transform is the guest's gateway_transform when it exports one with the ABI's signature, else nil.
+	transform api.Function
+	mem       api.Memory
+	stack     []uint64 // params and results of CallWithStack
+	buf       []byte   // the encoded input, reused
+	stderr    *stderrBuf
+	cc        callCtx // the context of the instance's current call (instance.newCall)
 
 	// The last buffer gateway_alloc returned and the size asked, for a v1.1 guest, which keeps it valid until
 	// its next gateway_alloc: inputs that fit go there without a guest call. inSize 0: none yet.
@@ -138,13 +140,14 @@ func (v *version) instantiate(ctx context.Context) (*instance, error) {
 		return nil, errors.New(firstLine(err.Error()))
 	}
 	inst := &instance{
-		v:      v,
-		mod:    mod,
-		alloc:  mod.ExportedFunction(hostapi.ExportAlloc),
-		call:   mod.ExportedFunction(hostapi.ExportCall),
-		mem:    mod.Memory(),
-		stack:  make([]uint64, 3),
-		stderr: stderr,
+		v:         v,
+		mod:       mod,
+		alloc:     mod.ExportedFunction(hostapi.ExportAlloc),
+		call:      mod.ExportedFunction(hostapi.ExportCall),
+		transform: transformExport(mod),
+		mem:       mod.Memory(),
+		stack:     make([]uint64, 3),
+		stderr:    stderr,
 	}
 	if inst.alloc == nil || inst.call == nil || inst.mem == nil { // checkABI saw to it; defensive
 		_ = mod.Close(ctx)

@@ -21,18 +21,25 @@ var transformSig = signature{[]api.ValueType{i32, i32, i32}, []api.ValueType{i64
 
 func noTransform(id string) error { return fmt.Errorf("plugins: plugin %q %w", id, ErrNoTransform) }
 
-// export returns the guest function a call of kind goes to, and its name for errors. The transform export is
-// looked up per call rather than kept on the instance: transforms are one call per mutator per request, and
-// instances are pool.go's.
+// export returns the guest function a call of kind goes to, and its name for errors.
 func (inst *instance) export(kind hostapi.Kind) (api.Function, string, error) {
 	if kind != hostapi.KindTransform {
 		return inst.call, hostapi.ExportCall, nil
 	}
-	fn := inst.mod.ExportedFunction(hostapi.ExportTransform)
-	if fn == nil || !transformSig.matches(fn.Definition()) {
+	if inst.transform == nil {
 		return nil, hostapi.ExportTransform, noTransform(inst.v.id)
 	}
-	return fn, hostapi.ExportTransform, nil
+	return inst.transform, hostapi.ExportTransform, nil
+}
+
+// transformExport returns the module's gateway_transform, or nil when it exports none with the ABI's signature.
+// It is looked up once per instance: wazero builds a new api.Function on every lookup.
+func transformExport(mod api.Module) api.Function {
+	fn := mod.ExportedFunction(hostapi.ExportTransform)
+	if fn == nil || !transformSig.matches(fn.Definition()) {
+		return nil
+	}
+	return fn
 }
 
 // exportsTransform reports whether a module exports gateway_transform with the ABI's signature.
