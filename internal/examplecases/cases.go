@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -27,9 +28,12 @@ type Case struct {
 	CheckID   string                     `json:"check_id"`
 	Input     Input                      `json:"input"`
 	Fields    map[string]json.RawMessage `json:"fields"`
+	KV        map[string]json.RawMessage `json:"kv"`
 	Want      Want                       `json:"want"`
 	Languages []wasmtest.Language        `json:"languages"`
 	Why       string                     `json:"why"`
+
+	kv map[string]string // KV's values as the store holds them, read by validate
 }
 
 // Input is the Input of a case.
@@ -43,6 +47,38 @@ type Input struct {
 	MCPServer string                     `json:"mcp_server"`
 	Metadata  [][2]string                `json:"metadata"`
 	Params    map[string]json.RawMessage `json:"params"`
+}
+
+// kvValue is one value of a case's plugin key-value store: in the table a JSON string, or an object
+// {"text": t, "repeat": n, "suffix": s} for t written n times then s (a value too long to write out).
+type kvValue struct {
+	Text   string `json:"text"`
+	Repeat int    `json:"repeat"`
+	Suffix string `json:"suffix"`
+}
+
+// parseKVValue reads a string or the object form, refusing unknown fields in it as the table does, and bounds
+// the value as the store does.
+func parseKVValue(raw json.RawMessage) (string, error) {
+	var v kvValue
+	if len(raw) > 0 && raw[0] == '"' {
+		if err := json.Unmarshal(raw, &v.Text); err != nil {
+			return "", err
+		}
+	} else {
+		dec := json.NewDecoder(bytes.NewReader(raw))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&v); err != nil {
+			return "", fmt.Errorf(`a string or {"text", "repeat", "suffix"}: %w`, err)
+		}
+	}
+	if v.Repeat < 0 {
+		return "", fmt.Errorf("repeat %d is negative", v.Repeat)
+	}
+	if max(v.Repeat, 1)*len(v.Text)+len(v.Suffix) > maxText {
+		return "", fmt.Errorf("more than %d bytes", maxText)
+	}
+	return strings.Repeat(v.Text, max(v.Repeat, 1)) + v.Suffix, nil
 }
 
 // Want is what a case expects.
@@ -69,7 +105,8 @@ type table struct {
 // Bounds of the table, so that a broken checkout fails quickly rather than exhausting memory.
 const (
 	maxTable = 4 << 20
-	maxText  = 1 << 20 // bytes of one case's text, repeats included
+	maxText  = 1 << 20 // bytes of one case's text, repeats included, and of one kv value (the store's own limit)
+	maxKVKey = 256     // bytes of a kv key, as the store allows
 )
 
 // TablePath returns the path of examples/testdata/cases.json in the source tree this package was built from.
@@ -170,6 +207,19 @@ func (c *Case) validate() error {
 			return fmt.Errorf("fields[%q] is not JSON", path)
 		}
 	}
+	if c.KV != nil {
+		c.kv = make(map[string]string, len(c.KV))
+	}
+	for key, raw := range c.KV {
+		if err := validKVKey(key); err != nil {
+			return fmt.Errorf("kv key %q %w", key, err)
+		}
+		v, err := parseKVValue(raw)
+		if err != nil {
+			return fmt.Errorf("kv[%q]: %w", key, err)
+		}
+		c.kv[key] = v
+	}
 	if len(c.Want.Data) > 0 {
 		var compact bytes.Buffer
 		if err := json.Compact(&compact, c.Want.Data); err != nil || compact.Len() == 0 || compact.Bytes()[0] != '{' {
@@ -191,6 +241,26 @@ func (c *Case) validate() error {
 		}
 	}
 	return nil
+}
+
+// validKVKey applies the store's rule for keys (1 to 256 bytes of printable ASCII without spaces or '/'), so
+// that the table holds only keys the admin API would take.
+func validKVKey(key string) error {
+	if len(key) == 0 || len(key) > maxKVKey {
+		return fmt.Errorf("must be 1 to %d bytes", maxKVKey)
+	}
+	for i := 0; i < len(key); i++ {
+		if b := key[i]; b <= ' ' || b > '~' || b == '/' {
+			return fmt.Errorf("has byte %#x at %d: printable ASCII without spaces or '/' only", b, i)
+		}
+	}
+	return nil
+}
+
+// KVStore is the plugin key-value store of the case's workspace during its call (a copy), nil when the case
+// has none.
+func (c *Case) KVStore() map[string]string {
+	return maps.Clone(c.kv)
 }
 
 // HostInput is the Input the host sends for c.

@@ -1,6 +1,7 @@
 package examplecases
 
 import (
+	"maps"
 	"strings"
 	"testing"
 
@@ -23,7 +24,7 @@ func TestTable(t *testing.T) {
 			}
 		}
 	}
-	var denied, redacted, errors, logged, fields int
+	var denied, redacted, errors, logged, fields, kv int
 	for _, c := range all {
 		w := c.Want
 		switch {
@@ -40,9 +41,13 @@ func TestTable(t *testing.T) {
 		if len(c.Fields) > 0 {
 			fields++
 		}
+		if long := c.KVStore()["long"]; len(long) > 4<<10 {
+			kv++ // a value past the SDKs' first 4 KiB buffer
+		}
 	}
-	if denied == 0 || redacted == 0 || errors == 0 || logged == 0 || fields == 0 {
-		t.Errorf("denied %d, redacted %d, errors %d, logged %d, with request fields %d: want each", denied, redacted, errors, logged, fields)
+	if denied == 0 || redacted == 0 || errors == 0 || logged == 0 || fields == 0 || kv == 0 {
+		t.Errorf("denied %d, redacted %d, errors %d, logged %d, with request fields %d, with a kv value past 4 KiB %d: want each",
+			denied, redacted, errors, logged, fields, kv)
 	}
 	if _, err := Cases("nope", wasmtest.Go); err == nil {
 		t.Error("an example without cases is not an error")
@@ -74,6 +79,12 @@ func TestParseErrors(t *testing.T) {
 		{"unknown language", strings.Replace(ok, `"want"`, `"languages":["zig"],"why":"w","want"`, 1), `languages[0] "zig"`},
 		{"repeated language", strings.Replace(ok, `"want"`, `"languages":["go","go"],"why":"w","want"`, 1), `languages[1] "go" is repeated`},
 		{"name taken", ok + `,` + ok, `name "n" is taken in example "pii"`},
+		{"kv key with a slash", strings.Replace(ok, `"want"`, `"kv":{"a/b":"v"},"want"`, 1), `kv key "a/b" has byte 0x2f at 1`},
+		{"empty kv key", strings.Replace(ok, `"want"`, `"kv":{"":"v"},"want"`, 1), `kv key "" must be 1 to 256 bytes`},
+		{"kv value not a string", strings.Replace(ok, `"want"`, `"kv":{"k":1},"want"`, 1), `kv["k"]: a string or {"text", "repeat", "suffix"}: json: cannot unmarshal number`},
+		{"kv unknown field", strings.Replace(ok, `"want"`, `"kv":{"k":{"txt":"a"}},"want"`, 1), `kv["k"]: a string or {"text", "repeat", "suffix"}: json: unknown field "txt"`},
+		{"kv negative repeat", strings.Replace(ok, `"want"`, `"kv":{"k":{"text":"a","repeat":-1}},"want"`, 1), `kv["k"]: repeat -1 is negative`},
+		{"kv too long", strings.Replace(ok, `"want"`, `"kv":{"k":{"text":"ab","repeat":600000}},"want"`, 1), `kv["k"]: more than 1048576 bytes`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			table := tc.table
@@ -135,5 +146,26 @@ func TestHostInput(t *testing.T) {
 	}
 	if len(in.Metadata) != 2 || in.Metadata[1] != (hostapi.KV{Key: "k", Value: "w"}) {
 		t.Fatalf("metadata = %v", in.Metadata)
+	}
+}
+
+// TestKVStore proves how a case's kv becomes the store kv_get answers from: strings as they are, the long form
+// repeated then suffixed, and no store at all (nil, not empty) for a case without kv.
+func TestKVStore(t *testing.T) {
+	cases, err := parse([]byte(`{"cases":[{"example":"denylist","name":"a","kind":"check","check_id":"d.c","input":{},
+		"kv":{"s":"one\ntwo","l":{"text":"ab","repeat":3,"suffix":"!"},"e":""},"want":{"verdict":true}},
+		{"example":"denylist","name":"b","kind":"check","check_id":"d.c","input":{},"kv":{},"want":{"verdict":true}},
+		{"example":"denylist","name":"c","kind":"check","check_id":"d.c","input":{},"want":{"verdict":true}}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := cases[0].KVStore(), map[string]string{"s": "one\ntwo", "l": "ababab!", "e": ""}; !maps.Equal(got, want) {
+		t.Errorf("store %q, want %q", got, want)
+	}
+	if got := cases[1].KVStore(); got == nil || len(got) != 0 {
+		t.Errorf("an empty kv: store %v, want an empty one", got)
+	}
+	if got := cases[2].KVStore(); got != nil {
+		t.Errorf("no kv: store %v, want none", got)
 	}
 }

@@ -10,6 +10,11 @@
 //   - input: text (repeated input.repeat times when repeat is set), model, stage, endpoint, tool, mcp_server,
 //     metadata as [key, value] pairs in order, and params as a JSON object whose values reach the guest as JSON
 //     text by name in sorted order, as the gateway binds a config's parameters (plugins.Engine.CheckFor);
+//   - kv: the plugin key-value store of the plugin's workspace during the call, what kv_get answers, by key (a
+//     string, or {"text", "repeat", "suffix"} for a long value); absent: an empty store. Run serves it through
+//     the engine's Options.KV for its own workspace only, and runs the cases in order on one instance, so a case
+//     whose store differs from the one before proves a value is read per call; RunNative leaves these cases
+//     out and RunNativeKV runs them, setting the SDK's native store;
 //   - want.verdict and want.match: compared when set;
 //   - want.data: the Output's data byte for byte (the table's JSON compacted, key order kept: every SDK writes
 //     keys sorted, as Go writes a map); absent: the Output has none;

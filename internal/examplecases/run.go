@@ -20,7 +20,8 @@ const Workspace = "examples"
 
 // Run loads wasm, lang's build of example, into a fresh plugins.Engine and runs every case of the example that
 // applies to lang through Engine.Call, each as a subtest named after the case, comparing the guest's log lines
-// too.
+// too. The engine's kv_get answers from the case's kv, for Workspace only: a guest that reads another
+// workspace's store finds nothing.
 func Run(t *testing.T, lang wasmtest.Language, example string, wasm []byte) {
 	t.Helper()
 	cases, err := Cases(example, lang)
@@ -28,9 +29,11 @@ func Run(t *testing.T, lang wasmtest.Language, example string, wasm []byte) {
 		t.Fatal(err)
 	}
 	logs := &guestLogs{}
+	kv := &kvStore{}
 	// One instance, so that every case after the first runs on what the previous ones left (a compiled-pattern
-	// cache, a grown buffer); a generous deadline, since tests run under -race on small machines.
-	e, err := plugins.New(plugins.Options{MaxInstances: 1, CallTimeout: 30 * time.Second, Logger: slog.New(&logHandler{logs: logs})})
+	// cache, a grown buffer, a kv value read before: a case whose store changed sees the new one); a generous
+	// deadline, since tests run under -race on small machines.
+	e, err := plugins.New(plugins.Options{MaxInstances: 1, CallTimeout: 30 * time.Second, Logger: slog.New(&logHandler{logs: logs}), KV: kv.get})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -44,6 +47,7 @@ func Run(t *testing.T, lang wasmtest.Language, example string, wasm []byte) {
 		c := &cases[i]
 		t.Run(c.Name, func(t *testing.T) {
 			logs.take()
+			kv.set(c.KVStore())
 			out, err := e.Call(ctx, Workspace, example, c.HostKind(), c.HostInput(), fields(c.Fields))
 			if err != nil {
 				t.Fatalf("call failed: %v", err)
@@ -59,26 +63,70 @@ func Run(t *testing.T, lang wasmtest.Language, example string, wasm []byte) {
 }
 
 // RunNative runs the cases of example that apply to lang through run, a plugin's handlers called in the test's
-// own process (sdk.Run for Go). A native run has no host: the cases that need request fields are left out, and
-// log lines are not compared.
+// own process (sdk.Run for Go). A native run has no host: the cases that need request fields or a key-value
+// store are left out (RunNativeKV runs the latter), and log lines are not compared.
 func RunNative(t *testing.T, lang wasmtest.Language, example string, run func(hostapi.Kind, *hostapi.Input) hostapi.Output) {
+	t.Helper()
+	runNative(t, lang, example, func(c *Case) bool { return len(c.Fields) == 0 && c.KV == nil }, nil, run)
+}
+
+// RunNativeKV runs the cases of example with a key-value store (kv) that apply to lang through run, natively as
+// RunNative does, each after setKV(its store), which makes the SDK's kv_get answer from it (sdk.SetKVForTest
+// for Go); setKV(nil) at the end.
+func RunNativeKV(t *testing.T, lang wasmtest.Language, example string, setKV func(map[string]string), run func(hostapi.Kind, *hostapi.Input) hostapi.Output) {
+	t.Helper()
+	t.Cleanup(func() { setKV(nil) })
+	runNative(t, lang, example, func(c *Case) bool { return len(c.Fields) == 0 && c.KV != nil }, setKV, run)
+}
+
+func runNative(t *testing.T, lang wasmtest.Language, example string, include func(*Case) bool, setKV func(map[string]string), run func(hostapi.Kind, *hostapi.Input) hostapi.Output) {
 	t.Helper()
 	cases, err := Cases(example, lang)
 	if err != nil {
 		t.Fatal(err)
 	}
+	ran := 0
 	for i := range cases {
 		c := &cases[i]
-		if len(c.Fields) > 0 {
+		if !include(c) {
 			continue
 		}
+		ran++
 		t.Run(c.Name, func(t *testing.T) {
+			if setKV != nil {
+				setKV(c.KVStore())
+			}
 			out := run(c.HostKind(), c.HostInput())
 			for _, problem := range Compare(&c.Want, &out) {
 				t.Error(problem)
 			}
 		})
 	}
+	if ran == 0 {
+		t.Fatalf("examplecases: no case of example %q for language %q runs natively here", example, lang)
+	}
+}
+
+// kvStore is what the engine's kv_get answers in Run: the current case's store, in Workspace only.
+type kvStore struct {
+	mu     sync.Mutex
+	values map[string]string
+}
+
+func (s *kvStore) set(values map[string]string) {
+	s.mu.Lock()
+	s.values = values
+	s.mu.Unlock()
+}
+
+func (s *kvStore) get(workspaceID, key string) ([]byte, bool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	v, ok := s.values[key]
+	if !ok || workspaceID != Workspace {
+		return nil, false, nil
+	}
+	return []byte(v), true, nil
 }
 
 // fields is a case's RequestView.

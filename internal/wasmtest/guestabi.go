@@ -96,7 +96,21 @@ func (r *Raw) Send(t *testing.T, size, at uint32, b []byte) (ptr uint32, out hos
 // CallAt calls gateway_call (a check) on the n bytes at ptr, whatever they are, and decodes the output.
 func (r *Raw) CallAt(t *testing.T, ptr, n uint32) hostapi.Output {
 	t.Helper()
-	res, err := r.call.Call(context.Background(), uint64(hostapi.KindCheck), uint64(ptr), uint64(n))
+	return r.CallExport(t, hostapi.ExportCall, hostapi.KindCheck, ptr, n)
+}
+
+// CallExport calls export (gateway_call, or gateway_transform where the guest has it) with kind on the n bytes
+// at ptr, whatever they are, and decodes the output.
+func (r *Raw) CallExport(t *testing.T, export string, kind hostapi.Kind, ptr, n uint32) hostapi.Output {
+	t.Helper()
+	fn := r.call
+	if export != hostapi.ExportCall {
+		fn = r.Module.ExportedFunction(export)
+	}
+	if fn == nil {
+		t.Fatalf("the guest does not export %s", export)
+	}
+	res, err := fn.Call(context.Background(), uint64(kind), uint64(ptr), uint64(n))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,8 +1,10 @@
 // The guest's side of ABI v1.1: the exports the gateway calls, the buffers behind them and the dispatch to the
-// handlers a plugin registers. A plugin's entry file re-exports the four exports (see index.ts).
-import { ByteBuffer, Decoded, KIND_CHECK, KIND_CONDITION, TAG_DATA, TAG_ERROR, TAG_MATCH, TAG_TRANSFORMED_TEXT, TAG_VERDICT, decodeInput } from "./wire";
+// handlers a plugin registers. A plugin's entry file re-exports the four exports (see index.ts), and
+// gateway_transform too when it registers a transform.
+import { ByteBuffer, Decoded, KIND_CHECK, KIND_CONDITION, KIND_TRANSFORM, TAG_DATA, TAG_ERROR, TAG_MATCH, TAG_TRANSFORMED_BODY, TAG_TRANSFORMED_TEXT, TAG_VERDICT, decodeInput } from "./wire";
 import { Input } from "./input";
 import { Outcome } from "./outcome";
+import { Rewrite, TransformFn } from "./transform";
 import { writeJson } from "./json";
 import { Level, log } from "./host";
 
@@ -17,6 +19,7 @@ export type ConditionFn = (input: Input) => bool;
 
 let checkHandler: CheckFn | null = null;
 let conditionHandler: ConditionFn | null = null;
+let transformHandler: TransformFn | null = null;
 
 /** Makes fn the plugin's check (guardrail, hook check or transformer). Call it at the top level of the entry. */
 export function registerCheck(fn: CheckFn): void {
@@ -26,6 +29,15 @@ export function registerCheck(fn: CheckFn): void {
 /** Makes fn the plugin's routing condition: true when the request matches. */
 export function registerCondition(fn: ConditionFn): void {
   conditionHandler = fn;
+}
+
+/**
+ * Makes fn the plugin's transform, what a mutator hook calls to rewrite the body. Call it at the top level of the
+ * entry, and re-export gateway_transform from the entry too: the gateway refuses a mutator hook naming a plugin
+ * that does not export it, so an entry without a transform must not export it.
+ */
+export function registerTransform(fn: TransformFn): void {
+  transformHandler = fn;
 }
 
 // A wasm instance runs one call at a time: these are touched only from the exports. Both live outside the
@@ -64,12 +76,26 @@ export function gateway_alloc(size: i32): usize {
  * is on the stack any more: the minimal runtime never collects on its own.
  */
 export function gateway_call(kind: i32, ptr: u32, len: u32): u64 {
+  return answer(kind, ptr, len, false);
+}
+
+/**
+ * ABI v1.1's optional export for mutator hooks: as gateway_call, for calls of kind 3 (KIND_TRANSFORM), whose
+ * input carries the body to rewrite. Re-export it from the entry only when the plugin registers a transform.
+ */
+export function gateway_transform(kind: i32, ptr: u32, len: u32): u64 {
+  return answer(kind, ptr, len, true);
+}
+
+function answer(kind: i32, ptr: u32, len: u32, transform: bool): u64 {
   output.reset();
   const p = <usize>ptr;
   if (inputPtr == 0 || p < inputPtr || <u64>p + <u64>len > <u64>inputPtr + <u64>inputCap) {
     errorOutput("sdk: the input is not in the buffer gateway_alloc returned");
+  } else if (transform) {
+    dispatchTransform(kind, decodeInput(p, len, kind == KIND_TRANSFORM));
   } else {
-    dispatch(kind, decodeInput(p, len));
+    dispatch(kind, decodeInput(p, len, false));
   }
   __collect();
   return (<u64>output.ptr << 32) | <u64>output.len;
@@ -108,8 +134,42 @@ function dispatch(kind: i32, decoded: Decoded): void {
   }
 }
 
+function dispatchTransform(kind: i32, decoded: Decoded): void {
+  if (kind != KIND_TRANSFORM) {
+    errorOutput("sdk: gateway_transform called with kind " + kind.toString());
+    return;
+  }
+  const w = decoded.input;
+  if (w == null) {
+    errorOutput("sdk: " + decoded.error);
+    return;
+  }
+  const transform = transformHandler;
+  if (transform == null) {
+    errorOutput("sdk: the plugin exports gateway_transform but registers no transform (call registerTransform)");
+    return;
+  }
+  writeRewrite(transform(new Input(w)));
+}
+
 /** Encodes an Outcome, writing the data's JSON straight into its field. */
 function writeOutcome(o: Outcome): void {
+  writeVerdict(o);
+  const t = o.transformedText;
+  if (t != null) output.field(TAG_TRANSFORMED_TEXT, t);
+  writeError(o);
+}
+
+/** Encodes a Rewrite: a transform answers with a body, never a transformed text, and an error drops the body. */
+function writeRewrite(r: Rewrite): void {
+  const o = r.outcome;
+  writeVerdict(o);
+  writeError(o);
+  const body = r.body;
+  if (body != null && o.error == null) output.field(TAG_TRANSFORMED_BODY, body);
+}
+
+function writeVerdict(o: Outcome): void {
   output.flag(TAG_VERDICT, o.pass);
   const data = o.data;
   if (data != null) {
@@ -117,8 +177,9 @@ function writeOutcome(o: Outcome): void {
     writeJson(output, data);
     output.patchLength(h);
   }
-  const t = o.transformedText;
-  if (t != null) output.field(TAG_TRANSFORMED_TEXT, t);
+}
+
+function writeError(o: Outcome): void {
   const e = o.error;
   if (e != null) output.field(TAG_ERROR, e);
 }

@@ -35,6 +35,11 @@ export class Input {
   get endpoint(): string { return this.w.endpoint; }
   get tool(): string { return this.w.tool; }
   get mcpServer(): string { return this.w.mcpServer; }
+  /**
+   * The JSON body of a transform call (registerTransform): the request in OpenAI's shape for stage "before",
+   * the whole answer for stage "after". Empty in a check or a condition.
+   */
+  get body(): string { return this.w.body; }
 
   /** The check's name: what follows the first dot of checkId ("detect" in "pii.detect"), or "". */
   checkName(): string {

@@ -15,15 +15,21 @@ export const TAG_STAGE: u8 = 8;
 export const TAG_ENDPOINT: u8 = 9;
 export const TAG_TOOL: u8 = 10;
 export const TAG_MCP_SERVER: u8 = 11;
+/** ABI v1.1: the JSON body a transform call rewrites. */
+export const TAG_BODY: u8 = 12;
 
 export const TAG_VERDICT: u8 = 1;
 export const TAG_DATA: u8 = 2;
 export const TAG_TRANSFORMED_TEXT: u8 = 3;
 export const TAG_ERROR: u8 = 4;
 export const TAG_MATCH: u8 = 5;
+/** ABI v1.1: a transform's replacement body, one JSON object. */
+export const TAG_TRANSFORMED_BODY: u8 = 6;
 
 export const KIND_CHECK: i32 = 1;
 export const KIND_CONDITION: i32 = 2;
+/** ABI v1.1: a call of gateway_transform. */
+export const KIND_TRANSFORM: i32 = 3;
 
 /** An Input as it travels; strings are decoded from UTF-8 (invalid sequences become U+FFFD). */
 export class WireInput {
@@ -34,6 +40,7 @@ export class WireInput {
   endpoint: string = "";
   tool: string = "";
   mcpServer: string = "";
+  body: string = "";
   metadataKeys: string[] = [];
   metadataValues: string[] = [];
   paramNames: string[] = [];
@@ -111,8 +118,12 @@ export function utf8(ptr: usize, len: u32): string {
   return changetype<string>(__renew(str, out - str));
 }
 
-/** Decodes len bytes at ptr strictly, as hostapi.DecodeInput does; it never traps on any input. */
-export function decodeInput(ptr: usize, len: u32): Decoded {
+/**
+ * Decodes len bytes at ptr strictly, as hostapi.DecodeInput does; it never traps on any input. The body (tag 12)
+ * is checked like any singular field but decoded only when withBody is set: a check or a condition never reads
+ * it, and a 64 KiB body would cost a check twice that in UTF-16.
+ */
+export function decodeInput(ptr: usize, len: u32, withBody: bool): Decoded {
   const input = new WireInput();
   let seen: u32 = 0;
   let off: u32 = 0;
@@ -144,10 +155,15 @@ export function decodeInput(ptr: usize, len: u32): Decoded {
       next = vstart + vn;
     } else if (tag == TAG_METADATA_VALUE || tag == TAG_PARAM_VALUE) {
       return decodeError(off, tag, UNPAIRED);
-    } else if (tag == TAG_TEXT || tag == TAG_MODEL || (tag >= TAG_CHECK_ID && tag <= TAG_MCP_SERVER)) {
+    } else if (tag == TAG_TEXT || tag == TAG_MODEL || (tag >= TAG_CHECK_ID && tag <= TAG_BODY)) {
       const bit: u32 = 1 << tag;
       if (seen & bit) return decodeError(off, tag, DUPLICATE);
       seen |= bit;
+      if (tag == TAG_BODY) {
+        if (withBody) input.body = utf8(ptr + start, n);
+        off = next;
+        continue;
+      }
       const v = utf8(ptr + start, n);
       switch (tag) {
         case TAG_TEXT: input.text = v; break;
