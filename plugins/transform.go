@@ -14,7 +14,8 @@ import (
 // ErrNoTransform is what a transform call to a plugin without gateway_transform returns (wrapped, with the
 // plugin's id): the plugin is not a body transformer, whatever its checks do.
 var ErrNoTransform = errors.New("does not export " + hostapi.ExportTransform + " (i32, i32, i32) -> i64, so it cannot transform a body: " +
-	"a mutator hook calls that export (in a Go plugin, register one with sdk.HandleTransform)")
+	"a mutator hook calls that export (sdk.HandleTransform in Go, plugin!(transform = f) in Rust, registerTransform and " +
+	"a re-export of gateway_transform in AssemblyScript)")
 
 // transformSig is the signature of the optional hostapi.ExportTransform: gateway_call's.
 var transformSig = signature{[]api.ValueType{i32, i32, i32}, []api.ValueType{i64}}

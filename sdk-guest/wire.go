@@ -15,7 +15,7 @@ type (
 	WireOutput = hostapi.Output
 	// KV is one metadata entry or one parameter of a WireInput; a parameter's Value is its JSON text.
 	KV = hostapi.KV
-	// Kind says what a call asks of the plugin: KindCheck or KindCondition.
+	// Kind says what a call asks of the plugin: KindCheck, KindCondition or KindTransform.
 	Kind = hostapi.Kind
 )
 
