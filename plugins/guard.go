@@ -46,6 +46,15 @@ func refuel(ctx context.Context, stack []uint64) {
 		stack[0] = uint64(fuelPerRefuel)
 		return
 	}
+	c.stopIfOver()
+	stack[0] = uint64(fuelPerRefuel)
+}
+
+// stopIfOver stops the guest (a panic, as refuel does) once its call is over: the request's context ended,
+// the deadline passed, or the engine closed. Host functions whose work the fuel counter does not see (a
+// megabyte copied by kv_get costs the guest one call instruction) call it too, or a loop of them would run
+// for seconds on one stretch of fuel.
+func (c *callCtx) stopIfOver() {
 	if err := c.Context.Err(); err != nil {
 		panic(err)
 	}
@@ -55,7 +64,6 @@ func refuel(ctx context.Context, stack []uint64) {
 	if c.v.e.isClosed() {
 		panic(ErrClosed)
 	}
-	stack[0] = uint64(fuelPerRefuel)
 }
 
 // instrument returns the module the engine compiles: wasm with the fuel counter, or wasm itself in an

@@ -193,6 +193,7 @@ func hostRequestField(ctx context.Context, mod api.Module, stack []uint64) {
 	if c == nil || c.req == nil {
 		return
 	}
+	c.stopIfOver() // guard.go: a loop of megabyte copies costs the fuel counter a few instructions a call
 	val, ok := c.req.Field(string(path))
 	if !ok {
 		return

@@ -30,6 +30,7 @@ func hostKVGet(ctx context.Context, mod api.Module, stack []uint64) {
 	if c == nil || c.v.e.opts.KV == nil || len(key) == 0 || len(key) > maxKVKeyLen {
 		return
 	}
+	c.stopIfOver()
 	// The key is copied: it is a view of the guest's memory, and KV may keep it (in an error, say).
 	val, found, err := c.v.e.opts.KV(c.v.ws.id, string(key))
 	if err != nil {

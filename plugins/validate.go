@@ -162,6 +162,9 @@ func (e *Engine) compile(ctx context.Context, rt wazero.Runtime, wasm []byte) (c
 	case errors.As(ierr, &fe) && errors.Is(ierr, wasmfuel.ErrReservedImport):
 		return nil, &gwerr.Error{Status: http.StatusBadRequest, Code: gwerr.CodeInvalidRequest, Param: "body",
 			Message: "plugin module does not follow ABI v1: " + fe.Msg}
+	case errors.Is(ierr, wasmfuel.ErrLimit): // not compiled for wazero's reason: wazero dies of such modules
+		return nil, &gwerr.Error{Status: http.StatusBadRequest, Code: gwerr.CodeInvalidRequest, Param: "body",
+			Message: fmt.Sprintf("plugin module is past a bound of the gateway: %v", ierr)}
 	case ierr != nil:
 		orig, err := rt.CompileModule(ctx, wasm)
 		if err != nil {

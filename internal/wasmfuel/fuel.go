@@ -20,13 +20,17 @@ const MaxModuleBytes = 64 << 20
 // ErrReservedImport is wrapped by the *Error of a module that imports from GuardModule.
 var ErrReservedImport = errors.New("the import module " + GuardModule + " is reserved for the host")
 
+// ErrLimit is wrapped by the *Error of a valid module that goes past a bound of the host (MaxFunctionLocals,
+// MaxModuleLocals).
+var ErrLimit = errors.New("the module is past a bound of the host")
+
 // Error is why a module cannot be instrumented: where (a function's index in the module's function index
 // space and the byte offset in the module, or only an offset when outside code) and what.
 type Error struct {
 	Func   int // -1 when the problem is outside a function body
 	Offset int
 	Msg    string
-	Err    error // a sentinel, when there is one (ErrReservedImport)
+	Err    error // a sentinel, when there is one (ErrReservedImport, ErrLimit)
 }
 
 func (e *Error) Error() string {
@@ -73,6 +77,20 @@ type module struct {
 	newType       bool   // refuelType must be appended to the type section
 	importedFuncs uint32 // the refuel import's index; defined functions at or above it shift by one
 	fuelGlobal    uint32
+	typeParams    []uint32 // by type index: the number of parameters
+	funcTypes     []uint32 // by defined function: its type index
+	locals        uint64   // of the functions decoded so far, parameters included
+}
+
+// MaxTableElements bounds a table's declared size. Tables live in the host's heap, outside the linear memory
+// that the memory limit bounds (8 bytes an element), so a guest could otherwise take 1 GiB per instance with a
+// few bytes of module. Go guests declare ~6,000 elements; none of the guest languages grows a table, and
+// table.grow is refused in code (code.go), so a table stays within this bound.
+const MaxTableElements = 1 << 20
+
+func tableTooLarge(at int, n uint32) error {
+	return &Error{Func: -1, Offset: at, Err: ErrLimit,
+		Msg: fmt.Sprintf("a table of %d elements, above the %d allowed", n, MaxTableElements)}
 }
 
 // Instrument returns wasm with a fuel counter: see the package documentation. It refuses input above
@@ -131,6 +149,7 @@ func parse(wasm []byte) (*module, error) {
 				}
 				np := sr.count(1)
 				params := sr.bytes(int(np))
+				m.typeParams = append(m.typeParams, np)
 				nr := sr.count(1)
 				results := sr.bytes(int(nr))
 				if !found && len(params) == 0 && len(results) == 1 && results[0] == 0x7e {
@@ -156,7 +175,9 @@ func parse(wasm []byte) (*module, error) {
 					m.importedFuncs++
 				case 0x01: // table: reference type, limits
 					sr.byte()
-					sr.limits()
+					if n := sr.limits(); n > MaxTableElements && sr.err == nil {
+						return nil, tableTooLarge(at, n)
+					}
 				case 0x02: // memory: limits
 					sr.limits()
 				case 0x03: // global: value type, mutability
@@ -167,6 +188,21 @@ func parse(wasm []byte) (*module, error) {
 					if sr.err == nil {
 						return nil, &Error{Func: -1, Offset: sr.abs() - 1, Msg: fmt.Sprintf("import %q.%q of unknown kind %#x", mod, name, kind)}
 					}
+				}
+			}
+		case secFunction:
+			n := sr.count(1)
+			m.funcTypes = make([]uint32, n)
+			for i := range m.funcTypes {
+				m.funcTypes[i] = sr.u32()
+			}
+		case secTable:
+			n := sr.count(3)
+			for i := uint32(0); i < n && sr.err == nil; i++ {
+				at := sr.abs()
+				sr.byte()
+				if n := sr.limits(); n > MaxTableElements && sr.err == nil {
+					return nil, tableTooLarge(at, n)
 				}
 			}
 		case secGlobal:

@@ -42,7 +42,7 @@ func featuresModule() []byte {
 			functype([]byte{tI32}, []byte{tI32}),             // 2: a loop with a parameter
 		)),
 		sec(secFunction, vec(u(0), u(0), u(0), u(0), u(0), u(0), u(0))),
-		sec(secTable, vec([]byte{tFuncref, 0x00, 0x02})),
+		sec(secTable, vec([]byte{tFuncref, 0x00, 0x03})),
 		sec(secMemory, vec([]byte{0x00, 0x01})),
 		sec(secExport, vec(exports...)),
 		sec(secElement, vec(cat(u(3), []byte{0x00}, vec(u(6))))), // declares target for ref.func
@@ -69,7 +69,7 @@ func featuresModule() []byte {
 			body(noLocals,
 				i32c(0), []byte{0xd2, 0x06, 0x26, 0x00}, // table.set 0 (ref.func target)
 				i32c(0), []byte{0x25, 0x00, 0xd1}, // ref.is_null (table.get 0): 0
-				[]byte{0xd0, tFuncref}, i32c(1), []byte{0xfc, 0x0f, 0x00, 0x6a}, // table.grow: 2
+				i32c(2), []byte{0x6a}, // 2 (table.grow is refused: ErrLimit)
 				i32c(1), []byte{0xd2, 0x06}, i32c(2), []byte{0xfc, 0x11, 0x00}, // table.fill
 				[]byte{0xfc, 0x10, 0x00, 0x6a},                            // table.size: 3
 				i32c(0), i32c(1), i32c(1), []byte{0xfc, 0x0e, 0x00, 0x00}, // table.copy
@@ -404,7 +404,7 @@ func FuzzInstrument(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, wasm []byte) {
 		out, err := Instrument(wasm)
-		if compile(wasm) != nil || errors.Is(err, ErrReservedImport) {
+		if errors.Is(err, ErrLimit) || compile(wasm) != nil || errors.Is(err, ErrReservedImport) {
 			return
 		}
 		if err != nil {

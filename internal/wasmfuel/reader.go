@@ -102,10 +102,11 @@ func (r *reader) name() string {
 	return string(r.bytes(int(n)))
 }
 
-func (r *reader) limits() {
+func (r *reader) limits() (minimum uint32) {
 	flags := r.byte()
-	r.u32()
+	minimum = r.u32()
 	if flags&1 != 0 {
 		r.u32()
 	}
+	return minimum
 }
