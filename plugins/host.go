@@ -181,28 +181,41 @@ func hostNowUnixMs(_ context.Context, _ api.Module, stack []uint64) {
 
 // hostRequestField copies the JSON text of one request field into the guest; see RequestView.
 func hostRequestField(ctx context.Context, mod api.Module, stack []uint64) {
-	pathPtr, pathLen := api.DecodeU32(stack[0]), api.DecodeU32(stack[1])
+	hostLookup(ctx, mod, stack, hostapi.ImportRequestField, "path", func(c *callCtx, path []byte) ([]byte, bool) {
+		if c.req == nil {
+			return nil, false
+		}
+		c.stopIfOver() // guard.go: a loop of megabyte copies costs the fuel counter a few instructions a call
+		return c.req.Field(string(path))
+	})
+}
+
+// hostLookup is the protocol request_field and kv_get share, (name_ptr, name_len, out_ptr, out_cap) -> i32: it
+// reads the name out of the guest, asks lookup for its value, and answers -1 when there is none, else the
+// value's length, writing the value at out_ptr only when it fits in out_cap (a guest whose buffer is too small
+// calls again with a larger one). A pointer outside the guest's memory traps. what names the name in errors.
+func hostLookup(ctx context.Context, mod api.Module, stack []uint64, fn, what string, lookup func(c *callCtx, name []byte) ([]byte, bool)) {
+	namePtr, nameLen := api.DecodeU32(stack[0]), api.DecodeU32(stack[1])
 	outPtr, outCap := api.DecodeU32(stack[2]), api.DecodeU32(stack[3])
 	mem := mod.Memory()
-	path, ok := mem.Read(pathPtr, pathLen)
+	name, ok := mem.Read(namePtr, nameLen)
 	if !ok {
-		panic(fmt.Errorf("%s: path at %#x+%d is outside the module's memory", hostapi.ImportRequestField, pathPtr, pathLen))
+		panic(fmt.Errorf("%s: %s at %#x+%d is outside the module's memory", fn, what, namePtr, nameLen))
 	}
 	stack[0] = api.EncodeI32(-1)
 	c := callFrom(ctx)
-	if c == nil || c.req == nil {
+	if c == nil {
 		return
 	}
-	c.stopIfOver() // guard.go: a loop of megabyte copies costs the fuel counter a few instructions a call
-	val, ok := c.req.Field(string(path))
+	val, ok := lookup(c, name)
 	if !ok {
 		return
 	}
 	if len(val) > math.MaxInt32 {
-		panic(fmt.Errorf("%s: field %q is %d bytes long", hostapi.ImportRequestField, path, len(val)))
+		panic(fmt.Errorf("%s: the value of %s %q is %d bytes long", fn, what, name, len(val)))
 	}
 	if uint64(len(val)) <= uint64(outCap) && !mem.Write(outPtr, val) {
-		panic(fmt.Errorf("%s: buffer at %#x+%d is outside the module's memory", hostapi.ImportRequestField, outPtr, outCap))
+		panic(fmt.Errorf("%s: buffer at %#x+%d is outside the module's memory", fn, outPtr, outCap))
 	}
 	stack[0] = api.EncodeI32(int32(len(val)))
 }

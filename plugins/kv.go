@@ -3,7 +3,6 @@ package plugins
 import (
 	"context"
 	"fmt"
-	"math"
 
 	"github.com/tetratelabs/wazero/api"
 
@@ -18,34 +17,18 @@ const maxKVKeyLen = 256
 // hostapi.ImportKVGet), with request_field's protocol: -1 when absent, else the value's length, the value
 // written only when it fits in out_cap. The values come from Options.KV.
 func hostKVGet(ctx context.Context, mod api.Module, stack []uint64) {
-	keyPtr, keyLen := api.DecodeU32(stack[0]), api.DecodeU32(stack[1])
-	outPtr, outCap := api.DecodeU32(stack[2]), api.DecodeU32(stack[3])
-	mem := mod.Memory()
-	key, ok := mem.Read(keyPtr, keyLen)
-	if !ok {
-		panic(fmt.Errorf("%s: key at %#x+%d is outside the module's memory", hostapi.ImportKVGet, keyPtr, keyLen))
-	}
-	stack[0] = api.EncodeI32(-1)
-	c := callFrom(ctx)
-	if c == nil || c.v.e.opts.KV == nil || len(key) == 0 || len(key) > maxKVKeyLen {
-		return
-	}
-	c.stopIfOver()
-	// The key is copied: it is a view of the guest's memory, and KV may keep it (in an error, say).
-	val, found, err := c.v.e.opts.KV(c.v.ws.id, string(key))
-	if err != nil {
-		// A store that cannot answer fails the call rather than answering "absent": a deny list that
-		// silently empties would let everything through.
-		panic(fmt.Errorf("%s: %w", hostapi.ImportKVGet, err))
-	}
-	if !found {
-		return
-	}
-	if len(val) > math.MaxInt32 {
-		panic(fmt.Errorf("%s: the value of %q is %d bytes long", hostapi.ImportKVGet, key, len(val)))
-	}
-	if uint64(len(val)) <= uint64(outCap) && !mem.Write(outPtr, val) {
-		panic(fmt.Errorf("%s: buffer at %#x+%d is outside the module's memory", hostapi.ImportKVGet, outPtr, outCap))
-	}
-	stack[0] = api.EncodeI32(int32(len(val)))
+	hostLookup(ctx, mod, stack, hostapi.ImportKVGet, "key", func(c *callCtx, key []byte) ([]byte, bool) {
+		if c.v.e.opts.KV == nil || len(key) == 0 || len(key) > maxKVKeyLen {
+			return nil, false
+		}
+		c.stopIfOver()
+		// The key is copied: it is a view of the guest's memory, and KV may keep it (in an error, say).
+		val, found, err := c.v.e.opts.KV(c.v.ws.id, string(key))
+		if err != nil {
+			// A store that cannot answer fails the call rather than answering "absent": a deny list that
+			// silently empties would let everything through.
+			panic(fmt.Errorf("%s: %w", hostapi.ImportKVGet, err))
+		}
+		return val, found
+	})
 }

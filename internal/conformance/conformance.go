@@ -60,23 +60,37 @@ const maxTable = 16 << 20
 
 // TablePath returns the path of hostapi/testdata/conformance.json in the source tree this package was built
 // from.
-func TablePath() string {
+func TablePath() string { return SourcePath("hostapi", "testdata", "conformance.json") }
+
+// SourcePath returns the path of a file given relative to the root of the source tree this package was built
+// from (tests run in their package's folder, so a table shared by several packages is found from here).
+func SourcePath(elem ...string) string {
+	rel := filepath.Join(elem...)
 	_, file, _, ok := runtime.Caller(0)
 	if !ok {
-		return filepath.Join("hostapi", "testdata", "conformance.json")
+		return rel
 	}
-	return filepath.Join(filepath.Dir(file), "..", "..", "hostapi", "testdata", "conformance.json")
+	return filepath.Join(filepath.Dir(file), "..", "..", rel)
+}
+
+// ReadTable reads the file at path, refusing one of more than limit bytes, so that a broken checkout fails
+// quickly rather than exhausting memory. Errors start with prefix.
+func ReadTable(prefix, path string, limit int) ([]byte, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", prefix, err)
+	}
+	if len(b) > limit {
+		return nil, fmt.Errorf("%s: %s is %d bytes, more than %d", prefix, path, len(b), limit)
+	}
+	return b, nil
 }
 
 // Cases reads and checks the table at TablePath.
 func Cases() ([]Case, error) {
-	path := TablePath()
-	b, err := os.ReadFile(path)
+	b, err := ReadTable("conformance", TablePath(), maxTable)
 	if err != nil {
-		return nil, fmt.Errorf("conformance: %w", err)
-	}
-	if len(b) > maxTable {
-		return nil, fmt.Errorf("conformance: %s is %d bytes, more than %d", path, len(b), maxTable)
+		return nil, err
 	}
 	return parseCases(b)
 }

@@ -5,9 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
-	"os"
-	"path/filepath"
-	"runtime"
 	"slices"
 	"sort"
 	"strings"
@@ -110,23 +107,13 @@ const (
 )
 
 // TablePath returns the path of examples/testdata/cases.json in the source tree this package was built from.
-func TablePath() string {
-	_, file, _, ok := runtime.Caller(0)
-	if !ok {
-		return filepath.Join("examples", "testdata", "cases.json")
-	}
-	return filepath.Join(filepath.Dir(file), "..", "..", "examples", "testdata", "cases.json")
-}
+func TablePath() string { return conformance.SourcePath("examples", "testdata", "cases.json") }
 
 // All reads and checks the whole table at TablePath.
 func All() ([]Case, error) {
-	path := TablePath()
-	b, err := os.ReadFile(path)
+	b, err := conformance.ReadTable("examplecases", TablePath(), maxTable)
 	if err != nil {
-		return nil, fmt.Errorf("examplecases: %w", err)
-	}
-	if len(b) > maxTable {
-		return nil, fmt.Errorf("examplecases: %s is %d bytes, more than %d", path, len(b), maxTable)
+		return nil, err
 	}
 	return parse(b)
 }
