@@ -11,6 +11,8 @@ import (
 	"unsafe"
 
 	"github.com/gofiber/fiber/v2"
+
+	"github.com/llmgw/gateway/mcpgw"
 )
 
 // The server runs with fasthttp's StreamRequestBody, so that a file upload reaches its handler as a stream
@@ -45,10 +47,16 @@ func limitBody(c *fiber.Ctx) error {
 		return err
 	}
 	limit := c.App().Config().BodyLimit
+	var tooLarge error = fiber.ErrRequestEntityTooLarge
+	if isMCP(c) && limit > mcpgw.MaxRequestBytes {
+		// Read no more than /mcp takes, before authentication: a caller without a key could otherwise make
+		// the gateway hold BodyLimit bytes per request.
+		limit, tooLarge = mcpgw.MaxRequestBytes, mcpBodyTooLarge(-1)
+	}
 	switch n := c.Request().Header.ContentLength(); {
 	case n > limit:
 		discardBody(c, stream)
-		return fiber.ErrRequestEntityTooLarge
+		return tooLarge
 	case n >= 0:
 		body, err := readDeclared(stream, n)
 		if err != nil {
@@ -71,7 +79,7 @@ func limitBody(c *fiber.Ctx) error {
 	}
 	if read > int64(limit) {
 		discardBody(c, stream)
-		return fiber.ErrRequestEntityTooLarge
+		return tooLarge
 	}
 	keepBody(c, bytes.Clone(buf.Bytes()))
 	return c.Next()
@@ -131,6 +139,9 @@ func ownedBody(c *fiber.Ctx) []byte {
 
 // isUpload tells whether the request is routed to the file upload, whose body is not held in memory. It
 // matches as the router does: case-insensitive, a trailing slash allowed.
+// isMCP reports whether the request is for /mcp (mcp.go), whose bodies are bounded by mcpgw.MaxRequestBytes.
+func isMCP(c *fiber.Ctx) bool { return strings.EqualFold(strings.TrimSuffix(c.Path(), "/"), "/mcp") }
+
 func isUpload(c *fiber.Ctx) bool {
 	return c.Method() == fiber.MethodPost && strings.EqualFold(strings.TrimSuffix(c.Path(), "/"), "/v1/files")
 }

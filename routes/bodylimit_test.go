@@ -11,6 +11,8 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 	"github.com/valyala/fasthttp"
+
+	"github.com/llmgw/gateway/mcpgw"
 )
 
 // rawCall writes one HTTP/1.1 request on conn (see rawText).
@@ -192,5 +194,40 @@ func TestOwnedBody(t *testing.T) {
 	}
 	if !kept || !copied {
 		t.Errorf("kept without a copy: %v; fasthttp's buffer copied: %v", kept, copied)
+	}
+}
+
+// /mcp takes at most mcpgw.MaxRequestBytes, and the limit holds before authentication: a caller without a key
+// gets the 413 naming the MCP bound (not a 401 after the gateway read the app's BodyLimit of it), declared or
+// chunked, under any spelling of the path.
+func TestMCPBodyLimitBeforeAuthentication(t *testing.T) {
+	f := newFixture(t, Options{})
+	base, _ := f.serve(t)
+	body := `{"jsonrpc":"2.0","id":1,"method":"ping","params":{"pad":"` + strings.Repeat("x", mcpgw.MaxRequestBytes) + `"}}`
+	for _, path := range []string{"/mcp", "/mcp/", "/MCP"} {
+		for _, chunked := range []bool{false, true} {
+			t.Run(fmt.Sprint(path, " chunked ", chunked), func(t *testing.T) {
+				conn, err := net.Dial("tcp", strings.TrimPrefix(base, "http://"))
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer conn.Close()
+				var chunks []string
+				if chunked {
+					chunks = []string{body[:1<<20], body[1<<20:]}
+				}
+				req := rawText("POST", path, body, chunks, "Content-Type", "application/json")
+				go io.WriteString(conn, req) // the server stops reading part way
+				resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				a := readAnswer(t, resp)
+				checkError(t, a, 413, "request_too_large", "body")
+				if !strings.Contains(string(a.body), fmt.Sprint("at most ", mcpgw.MaxRequestBytes, " bytes")) {
+					t.Errorf("the 413 does not name the MCP bound: %s", a.body)
+				}
+			})
+		}
 	}
 }

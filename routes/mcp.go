@@ -15,10 +15,8 @@ import (
 // event streams, relayed as they are written (serveStreaming), not buffered as fiber's adaptor would.
 func (s *Server) mcpRoutes() {
 	s.app.All("/mcp", s.authenticateMCP, func(c *fiber.Ctx) error {
-		if n := len(c.Body()); n > mcpgw.MaxRequestBytes {
-			// Refused before the body is copied for the handler (the SDK would refuse it after).
-			return &gwerr.Error{Status: fiber.StatusRequestEntityTooLarge, Code: gwerr.CodeRequestTooLarge, Param: "body",
-				Message: fmt.Sprintf("an MCP request body holds at most %d bytes; this one has %d", mcpgw.MaxRequestBytes, n)}
+		if n := len(c.Body()); n > mcpgw.MaxRequestBytes { // limitBody refused it already; a body set otherwise
+			return mcpBodyTooLarge(n)
 		}
 		key := callerKey(c)
 		metadata, err := readMetadata(c)
@@ -31,6 +29,16 @@ func (s *Server) mcpRoutes() {
 			s.mcp.Serve(w, r, caller)
 		})
 	})
+}
+
+// mcpBodyTooLarge is the 413 of an MCP request body past mcpgw.MaxRequestBytes; n is its length, -1 when
+// unknown (a chunked body, refused once the limit is passed).
+func mcpBodyTooLarge(n int) error {
+	msg := fmt.Sprintf("an MCP request body holds at most %d bytes", mcpgw.MaxRequestBytes)
+	if n >= 0 {
+		msg += fmt.Sprintf("; this one has %d", n)
+	}
+	return &gwerr.Error{Status: fiber.StatusRequestEntityTooLarge, Code: gwerr.CodeRequestTooLarge, Param: "body", Message: msg}
 }
 
 // authenticateMCP is authenticate for MCP clients, which send their key as a bearer token more often than in
