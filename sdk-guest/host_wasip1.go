@@ -42,7 +42,11 @@ func gatewayAlloc(size int32) unsafe.Pointer {
 }
 
 //go:wasmexport gateway_call
-func gatewayCall(kind int32, ptr, n uint32) uint64 {
+func gatewayCall(kind int32, ptr, n uint32) uint64 { return serve(kind, ptr, n, call) }
+
+// serve answers one call of an export that takes gateway_call's (kind, ptr, len) and returns its
+// (out_ptr<<32 | out_len): gateway_call and gateway_transform.
+func serve(kind int32, ptr, n uint32, handle func(hostapi.Kind, []byte) []byte) uint64 {
 	in, ok := allocated(ptr, n)
 	var out []byte
 	if !ok {
@@ -50,7 +54,7 @@ func gatewayCall(kind int32, ptr, n uint32) uint64 {
 		outBuf = hostapi.AppendOutput(outBuf[:0], &o)
 		out = outBuf
 	} else {
-		out = call(hostapi.Kind(kind), in)
+		out = handle(hostapi.Kind(kind), in)
 	}
 	clear(pending)
 	pending = pending[:0]
@@ -90,15 +94,22 @@ func hostNowUnixMs() int64 { return importNowUnixMs() }
 var fieldBuf = make([]byte, 512)
 
 func hostRequestField(path string) (string, bool) {
-	for range 3 { // the field could change between calls only if the host misbehaves; don't loop for ever
-		n := importRequestField(path, unsafe.SliceData(fieldBuf), int32(len(fieldBuf)))
+	return askHost(&fieldBuf, func(out *byte, outCap int32) int32 { return importRequestField(path, out, outCap) })
+}
+
+// askHost is the guest side of the protocol request_field and kv_get share: ask fills *buf when the value fits
+// and answers its length (-1: absent); a longer value grows *buf to that length for another ask, a few times
+// at most (a value can change between two asks, and a misbehaving host must not keep us looping).
+func askHost(buf *[]byte, ask func(out *byte, outCap int32) int32) (string, bool) {
+	for range 3 {
+		n := ask(unsafe.SliceData(*buf), int32(len(*buf)))
 		if n < 0 {
 			return "", false
 		}
-		if int(n) <= len(fieldBuf) {
-			return string(fieldBuf[:n]), true
+		if int(n) <= len(*buf) {
+			return string((*buf)[:n]), true
 		}
-		fieldBuf = make([]byte, n)
+		*buf = make([]byte, n)
 	}
 	return "", false
 }

@@ -2,8 +2,6 @@
 
 package sdk
 
-import "unsafe"
-
 // The name must match hostapi.ImportKVGet.
 //
 //go:wasmimport gateway_v1 kv_get
@@ -14,17 +12,5 @@ func importKVGet(key string, out *byte, outCap int32) int32
 var kvBuf = make([]byte, 4<<10)
 
 func hostKVGet(key string) (string, bool) {
-	// A value can change between the call that names its length and the next (an admin's write): ask again a
-	// few times, but not for ever.
-	for range 3 {
-		n := importKVGet(key, unsafe.SliceData(kvBuf), int32(len(kvBuf)))
-		if n < 0 {
-			return "", false
-		}
-		if int(n) <= len(kvBuf) {
-			return string(kvBuf[:n]), true
-		}
-		kvBuf = make([]byte, n)
-	}
-	return "", false
+	return askHost(&kvBuf, func(out *byte, outCap int32) int32 { return importKVGet(key, out, outCap) })
 }

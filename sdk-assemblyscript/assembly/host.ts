@@ -38,13 +38,21 @@ const FIELD_BUFFER = 512;
  * "metadata.user", "url.pathname"), or null when the request has no such field.
  */
 export function requestField(path: string): string | null {
-  const p = String.UTF8.encode(path, false, String.UTF8.ErrorMode.REPLACE);
-  let cap: i32 = FIELD_BUFFER;
-  // The host answers the field's length when the buffer is too small: ask again with room, a bounded number of
-  // times in case the host misbehaves.
+  return askHost(path, FIELD_BUFFER, (namePtr: usize, nameLen: u32, outPtr: usize, outCap: u32): i32 =>
+    hostRequestField(namePtr, nameLen, outPtr, outCap));
+}
+
+/**
+ * The guest side of the protocol request_field and kv_get share: ask fills the buffer when the value fits and
+ * answers its length (-1: absent); a longer value gets a buffer of that length and another ask, a few times at
+ * most (a value can change between two asks, and a misbehaving host must not keep us looping).
+ */
+export function askHost(name: string, first: i32, ask: (namePtr: usize, nameLen: u32, outPtr: usize, outCap: u32) => i32): string | null {
+  const p = String.UTF8.encode(name, false, String.UTF8.ErrorMode.REPLACE);
+  let cap: i32 = first;
   for (let attempt = 0; attempt < 3; attempt++) {
     const buf = heap.alloc(<usize>cap);
-    const n = hostRequestField(changetype<usize>(p), <u32>p.byteLength, buf, <u32>cap);
+    const n = ask(changetype<usize>(p), <u32>p.byteLength, buf, <u32>cap);
     if (n < 0) {
       heap.free(buf);
       return null;

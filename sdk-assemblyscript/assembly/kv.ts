@@ -1,7 +1,7 @@
 // The plugin key-value store of the plugin's workspace (ABI v1.1's kv_get, hostapi/abi.go): text values the
 // gateway's admins set through its admin API (PUT /v1/plugin-kv/{key}), so that a plugin's data (a deny list,
 // say) changes without a new module. The import is in the module only when a plugin calls kvGet.
-import { utf8 } from "./wire";
+import { askHost } from "./host";
 
 @external("gateway_v1", "kv_get")
 declare function hostKVGet(keyPtr: usize, keyLen: u32, outPtr: usize, outCap: u32): i32;
@@ -16,24 +16,6 @@ const KV_BUFFER = 4096;
  * spaces or '/'; values are at most 1 MiB of text. A plugin that uses it needs a gateway speaking ABI v1.1.
  */
 export function kvGet(key: string): string | null {
-  const k = String.UTF8.encode(key, false, String.UTF8.ErrorMode.REPLACE);
-  let cap: i32 = KV_BUFFER;
-  // The host answers the value's length when the buffer is too small: ask again with room. A value can change
-  // between two calls (an admin's write), so try a few times, but not for ever.
-  for (let attempt = 0; attempt < 3; attempt++) {
-    const buf = heap.alloc(<usize>cap);
-    const n = hostKVGet(changetype<usize>(k), <u32>k.byteLength, buf, <u32>cap);
-    if (n < 0) {
-      heap.free(buf);
-      return null;
-    }
-    if (n <= cap) {
-      const s = utf8(buf, <u32>n);
-      heap.free(buf);
-      return s;
-    }
-    heap.free(buf);
-    cap = n;
-  }
-  return null;
+  return askHost(key, KV_BUFFER, (keyPtr: usize, keyLen: u32, outPtr: usize, outCap: u32): i32 =>
+    hostKVGet(keyPtr, keyLen, outPtr, outCap));
 }

@@ -50,26 +50,32 @@ pub fn now_unix_ms() -> i64 {
 pub fn request_field(path: &str) -> Option<String> {
     #[cfg(target_arch = "wasm32")]
     {
-        let mut buf = vec![0u8; 512];
-        // The host answers the field's length when the buffer is too small; ask again with room, a bounded number
-        // of times in case the host misbehaves.
-        for _ in 0..3 {
-            let n = unsafe { imports::request_field(path.as_ptr(), path.len() as u32, buf.as_mut_ptr(), buf.len() as u32) };
-            if n < 0 {
-                return None;
-            }
-            let n = n as usize;
-            if n <= buf.len() {
-                buf.truncate(n);
-                return Some(String::from_utf8_lossy(&buf).into_owned());
-            }
-            buf = vec![0u8; n];
-        }
-        None
+        ask_host(512, |out, cap| unsafe { imports::request_field(path.as_ptr(), path.len() as u32, out, cap) })
     }
     #[cfg(not(target_arch = "wasm32"))]
     {
         let _ = path;
         None
     }
+}
+
+/// The guest side of the protocol request_field and kv_get share: `ask` fills the buffer when the value fits
+/// and answers its length (-1: absent); a longer value gets a buffer of that length and another ask, a few times
+/// at most (a value can change between two asks, and a misbehaving host must not keep us looping).
+#[cfg(target_arch = "wasm32")]
+pub(crate) fn ask_host(first: usize, ask: impl Fn(*mut u8, u32) -> i32) -> Option<String> {
+    let mut buf = vec![0u8; first];
+    for _ in 0..3 {
+        let n = ask(buf.as_mut_ptr(), buf.len() as u32);
+        if n < 0 {
+            return None;
+        }
+        let n = n as usize;
+        if n <= buf.len() {
+            buf.truncate(n);
+            return Some(String::from_utf8_lossy(&buf).into_owned());
+        }
+        buf = vec![0u8; n];
+    }
+    None
 }

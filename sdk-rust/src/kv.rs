@@ -10,22 +10,7 @@
 pub fn kv_get(key: &str) -> Option<String> {
     #[cfg(target_arch = "wasm32")]
     {
-        let mut buf = vec![0u8; 4096];
-        // The host answers the value's length when the buffer is too small; ask again with room. A value can
-        // change between two calls (an admin's write), so try a few times, but not for ever.
-        for _ in 0..3 {
-            let n = unsafe { crate::host::imports::kv_get(key.as_ptr(), key.len() as u32, buf.as_mut_ptr(), buf.len() as u32) };
-            if n < 0 {
-                return None;
-            }
-            let n = n as usize;
-            if n <= buf.len() {
-                buf.truncate(n);
-                return Some(String::from_utf8_lossy(&buf).into_owned());
-            }
-            buf = vec![0u8; n];
-        }
-        None
+        crate::host::ask_host(4096, |out, cap| unsafe { crate::host::imports::kv_get(key.as_ptr(), key.len() as u32, out, cap) })
     }
     #[cfg(not(target_arch = "wasm32"))]
     {
