@@ -162,20 +162,8 @@ func (m *MCPServerStore) Delete(workspaceID, id string) error {
 	if !ValidID(workspaceID) || !ValidID(id) {
 		return ErrNotFound
 	}
-	m.s.writeMu.Lock()
-	defer m.s.writeMu.Unlock()
 	k := key(tableMCPServer, workspaceID, id)
-	if _, err := m.s.get(k); err != nil {
-		return err
-	}
-	b := m.s.db.NewBatch()
-	if err := b.Delete(k, nil); err != nil {
-		b.Close()
-		return err
-	}
-	err := m.s.commit(b)
-	m.cache.forget(string(k))
-	return err
+	return m.s.deleteOne(k, func() { m.cache.forget(string(k)) })
 }
 
 // clone is a copy whose maps and slices the caller may change without touching the cached record.

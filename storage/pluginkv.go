@@ -165,18 +165,6 @@ func (p *PluginKVStore) Delete(workspaceID, name string) error {
 	if !ValidID(workspaceID) || !ValidPluginKVKey(name) {
 		return ErrNotFound
 	}
-	p.s.writeMu.Lock()
-	defer p.s.writeMu.Unlock()
 	k := key(tablePluginKV, workspaceID, name)
-	if _, err := p.s.get(k); err != nil {
-		return err
-	}
-	b := p.s.db.NewBatch()
-	if err := b.Delete(k, nil); err != nil {
-		b.Close()
-		return err
-	}
-	err := p.s.commit(b)
-	p.cache.forget(workspaceID)
-	return err
+	return p.s.deleteOne(k, func() { p.cache.forget(workspaceID) })
 }

@@ -233,18 +233,6 @@ func (p *ProviderStore) Delete(workspaceID, slug string) error {
 	if !ValidID(workspaceID) || !ValidID(slug) {
 		return ErrNotFound
 	}
-	p.s.writeMu.Lock()
-	defer p.s.writeMu.Unlock()
 	k := key(tableProvider, workspaceID, slug)
-	if _, err := p.s.get(k); err != nil {
-		return err
-	}
-	b := p.s.db.NewBatch()
-	if err := b.Delete(k, nil); err != nil {
-		b.Close()
-		return err
-	}
-	err := p.s.commit(b)
-	p.cache.forget(string(k))
-	return err
+	return p.s.deleteOne(k, func() { p.cache.forget(string(k)) })
 }

@@ -194,6 +194,24 @@ func (s *Store) checkMasterKey() error {
 	return nil
 }
 
+// deleteOne removes the record at k (ErrNotFound when there is none), then runs forget, still under the write
+// lock and after the commit, to drop what a cache kept of it.
+func (s *Store) deleteOne(k []byte, forget func()) error {
+	s.writeMu.Lock()
+	defer s.writeMu.Unlock()
+	if _, err := s.get(k); err != nil {
+		return err
+	}
+	b := s.db.NewBatch()
+	if err := b.Delete(k, nil); err != nil {
+		b.Close()
+		return err
+	}
+	err := s.commit(b)
+	forget()
+	return err
+}
+
 // get returns a copy of the value at k, or ErrNotFound.
 func (s *Store) get(k []byte) ([]byte, error) {
 	v, closer, err := s.db.Get(k)
