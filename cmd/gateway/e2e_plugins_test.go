@@ -175,13 +175,22 @@ func strconvQuote(s string) string { b, _ := json.Marshal(s); return string(b) }
 // buildGuest builds a Go guest from source in a module of its own, with the given extra build flags.
 func buildGuest(t testing.TB, source string, flags ...string) []byte {
 	t.Helper()
+	return buildGuestModule(t, "module guest\n\ngo 1.24\n", source, flags...)
+}
+
+// buildGuestModule builds a Go guest from source in a module whose go.mod is goMod.
+func buildGuestModule(t testing.TB, goMod, source string, flags ...string) []byte {
+	t.Helper()
 	dir := t.TempDir()
-	os.WriteFile(filepath.Join(dir, "go.mod"), []byte("module guest\n\ngo 1.24\n"), 0o644)
-	os.WriteFile(filepath.Join(dir, "main.go"), []byte(source), 0o644)
+	for name, text := range map[string]string{"go.mod": goMod, "main.go": source} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
 	out := filepath.Join(dir, "guest.wasm")
 	cmd := exec.Command("go", append(append([]string{"build"}, flags...), "-o", out, ".")...)
 	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "GOOS=wasip1", "GOARCH=wasm", "CGO_ENABLED=0", "GOWORK=off", "GOFLAGS=")
+	cmd.Env = append(os.Environ(), "GOOS=wasip1", "GOARCH=wasm", "CGO_ENABLED=0", "GOWORK=off", "GOFLAGS=-mod=mod")
 	if b, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("build guest: %v\n%s", err, b)
 	}

@@ -5,8 +5,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -58,22 +56,8 @@ func buildSDKGuest(t testing.TB, source string) []byte {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dir := t.TempDir()
 	mod := "module guest\n\ngo 1.26\n\nrequire github.com/llmgw/gateway/sdk-guest v0.0.0\n\nreplace github.com/llmgw/gateway/sdk-guest => " + sdkDir + "\n"
-	os.WriteFile(filepath.Join(dir, "go.mod"), []byte(mod), 0o644)
-	os.WriteFile(filepath.Join(dir, "main.go"), []byte(source), 0o644)
-	out := filepath.Join(dir, "guest.wasm")
-	cmd := exec.Command("go", "build", "-buildmode=c-shared", "-o", out, ".")
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "GOOS=wasip1", "GOARCH=wasm", "CGO_ENABLED=0", "GOWORK=off", "GOFLAGS=-mod=mod")
-	if b, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("build guest: %v\n%s", err, b)
-	}
-	wasm, err := os.ReadFile(out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return wasm
+	return buildGuestModule(t, mod, source, "-buildmode=c-shared")
 }
 
 // recordingUpstream is a mock provider that keeps the bodies it receives and answers a chat completion with
