@@ -73,6 +73,11 @@ fn script(text: &str) -> Option<&'static str> {
             }
         }
     }
+    verdict(letters, non_latin, accented)
+}
+
+/// The route a text's letter counts ask for, if any.
+fn verdict(letters: usize, non_latin: usize, accented: usize) -> Option<&'static str> {
     if letters == 0 {
         None
     } else if non_latin as f64 >= NON_LATIN_SHARE * letters as f64 {
@@ -103,15 +108,7 @@ mod tests {
                     accented += 1;
                 }
             }
-            if letters == 0 {
-                None
-            } else if non_latin as f64 >= NON_LATIN_SHARE * letters as f64 {
-                Some("non-Latin script")
-            } else if accented >= MIN_ACCENTED && accented as f64 >= ACCENTED_SHARE * letters as f64 {
-                Some("accented Latin letters")
-            } else {
-                None
-            }
+            verdict(letters, non_latin, accented)
         }
         let base = "Where is the station? 12 [x] `y` {z} @home. ";
         for n in [0, 10, 63, 64, 65, 130, 400] {
