@@ -72,11 +72,8 @@ func (e *Engine) instrument(wasm []byte) ([]byte, error) {
 	if e.opts.unguarded {
 		return wasm, nil
 	}
-	return guardedCode(wasm)
+	return wasmfuel.Instrument(wasm)
 }
-
-// guardedCode is the module a guarded engine compiles for wasm.
-func guardedCode(wasm []byte) ([]byte, error) { return wasmfuel.Instrument(wasm) }
 
 // newCallCtx returns the context of one guest call (or instantiation) of v, whose deadline is limit from now,
 // or ctx's deadline if sooner. An unguarded engine sets none: nothing could enforce it.

@@ -194,9 +194,9 @@ func TestGuardKeepsTheOriginal(t *testing.T) {
 	if want := fmt.Sprintf("%x", sha256.Sum256(wasm)); st.SHA256 != want {
 		t.Errorf("SHA256 = %s, want the module's %s", st.SHA256, want)
 	}
-	code, err := guardedCode(wasm)
+	code, err := wasmfuel.Instrument(wasm)
 	if err != nil || bytes.Equal(code, wasm) {
-		t.Fatalf("guardedCode = %d bytes, %v", len(code), err)
+		t.Fatalf("Instrument = %d bytes, %v", len(code), err)
 	}
 }
 

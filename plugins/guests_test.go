@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/tetratelabs/wazero"
+
+	"github.com/llmgw/gateway/internal/wasmfuel"
 )
 
 // The test guests are Go programs under testdata/guests, built once per test run with the stock toolchain
@@ -141,7 +143,7 @@ func buildGuests(goCmd string) (map[string][]byte, error) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			code, err := guardedCode(b)
+			code, err := wasmfuel.Instrument(b)
 			if err == nil {
 				_, err = keeper.CompileModule(ctx, code)
 			}
