@@ -68,8 +68,8 @@ func (e *Engine) Transforms(workspaceID, id string) (exports, loaded bool) {
 // ErrNoTransform that names it, and no instance is used. The Output's Body, when not nil, is one JSON object
 // (a guest that returns anything else fails the call with ErrTrap); nil means the body is left as it was.
 func (e *Engine) Transform(ctx context.Context, workspaceID, id string, in *hostapi.Input, req RequestView) (*hostapi.Output, error) {
-	if exports, loaded := e.Transforms(workspaceID, id); loaded && !exports {
-		return nil, noTransform(id)
+	if err := e.canTransform(workspaceID, id); err != nil {
+		return nil, err
 	}
 	out, err := e.Call(ctx, workspaceID, id, hostapi.KindTransform, in, req)
 	if err != nil {
@@ -96,9 +96,12 @@ func (c *WasmCheck) TransformBody(ctx context.Context, in *hostapi.Input, req ho
 
 // CanTransform returns an error naming the plugin and gateway_transform when the plugin is loaded and lacks
 // the export; nil when it has it, or is not loaded yet (a call then errors, as for any check).
-func (c *WasmCheck) CanTransform() error {
-	if exports, loaded := c.e.Transforms(c.workspaceID, c.pluginID); loaded && !exports {
-		return noTransform(c.pluginID)
+func (c *WasmCheck) CanTransform() error { return c.e.canTransform(c.workspaceID, c.pluginID) }
+
+// canTransform is an error wrapping ErrNoTransform when the plugin is loaded without gateway_transform.
+func (e *Engine) canTransform(workspaceID, id string) error {
+	if exports, loaded := e.Transforms(workspaceID, id); loaded && !exports {
+		return noTransform(id)
 	}
 	return nil
 }
